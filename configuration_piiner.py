@@ -1,0 +1,87 @@
+"""piiner model configuration."""
+
+from huggingface_hub.dataclasses import strict
+from transformers import AutoConfig, PreTrainedConfig
+from transformers.configuration_utils import SubConfigSpec
+
+from .pii_schema import ID2LABEL, LABEL2ID, TIER_OF
+
+
+@strict
+class PiiNerConfig(PreTrainedConfig):
+    r"""
+    Configuration of a piiner tagger: a pretrained encoder, a character CNN over each token's source word, a
+    per-token, per-dimension gate that fuses the two, and a BIO CRF over the label set.
+
+    It holds architecture and label meaning only; learning rates, loss weights and paths are training arguments.
+
+    Args:
+        encoder_config (`dict` or `PreTrainedConfig`, defaults to a BERT config):
+            Config of the encoder backbone, any `AutoModel` encoder (BERT, DeBERTa-v2/v3, RoBERTa, ...). Nesting it
+            here lets the whole model be built offline from this one file; pretrained encoder weights are loaded
+            once, by `PiiNerForTokenClassification.from_backbone`, never inside `__init__`.
+        char_vocab_size (`int`, defaults to 512):
+            Rows of the character embedding. Id 0 is padding; code points below `char_vocab_size - 64` keep their
+            own row, every other code point is hashed into the last 64 rows, so any Unicode text maps to valid ids.
+        char_embedding_dim (`int`, defaults to 50):
+            Size of one character embedding.
+        char_kernel_sizes (`list[int]`, defaults to `[3, 4, 5]`):
+            Widths of the parallel Conv1d filters of the char CNN; their max-pooled outputs are concatenated.
+        char_channels (`int`, defaults to 50):
+            Output channels of each char CNN filter.
+        max_word_chars (`int`, defaults to 128):
+            Characters of a token's source word the char CNN sees. A longer word is seen through a window of this
+            size centred on the token, so every token still reads its own characters.
+        char_dropout (`float`, defaults to 0.1):
+            Dropout on the char CNN features and on the projected char features before the gate.
+        classifier_dropout (`float`, defaults to 0.1):
+            Dropout on the fused states before the emission layer.
+        type_to_tier (`dict[str, int]`):
+            Sensitivity tier (1 = most sensitive) of each PII type named in `label2id`.
+
+    Example:
+
+    ```python
+    >>> from transformers import BertConfig
+    >>> from piiner.configuration_piiner import PiiNerConfig
+    >>> from piiner.modeling_piiner import PiiNerForTokenClassification
+
+    >>> config = PiiNerConfig(encoder_config=BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+    ...                                                 intermediate_size=37, vocab_size=99))
+    >>> model = PiiNerForTokenClassification(config)
+    >>> len(config.id2label), config.type_to_tier["SSN"]
+    (83, 1)
+    ```"""
+
+    model_type = "piiner"
+    sub_configs_defaults = {"encoder_config": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
+
+    encoder_config: dict | PreTrainedConfig | None = None
+    char_vocab_size: int = 512
+    char_embedding_dim: int = 50
+    char_kernel_sizes: list[int] | tuple[int, ...] = (3, 4, 5)
+    char_channels: int = 50
+    max_word_chars: int = 128
+    char_dropout: float | int = 0.1
+    classifier_dropout: float | int = 0.1
+    type_to_tier: dict | None = None
+    initializer_range: float = 0.02
+
+    def __post_init__(self, **kwargs):
+        if kwargs.get("id2label") is None and kwargs.get("label2id") is None and kwargs.get("num_labels") is None:
+            kwargs["id2label"], kwargs["label2id"] = dict(ID2LABEL), dict(LABEL2ID)
+        super().__post_init__(**kwargs)
+        self.char_kernel_sizes = list(self.char_kernel_sizes)
+        if self.type_to_tier is None:
+            self.type_to_tier = dict(TIER_OF)
+        missing = sorted({lab.split("-", 1)[1] for lab in self.label2id if lab != "O"} - set(self.type_to_tier))
+        if missing:
+            raise ValueError(f"type_to_tier has no tier for the label types {missing}")
+        if self.max_word_chars < max(self.char_kernel_sizes):
+            raise ValueError(
+                f"max_word_chars={self.max_word_chars} is shorter than the widest char kernel "
+                f"({max(self.char_kernel_sizes)})"
+            )
+
+
+__all__ = ["PiiNerConfig"]

@@ -1,0 +1,43 @@
+"""The frozen piiner label schema: 41 PII types in 4 sensitivity tiers, 83 BIO labels.
+
+Ships with the weights (imported by ``configuration_piiner``) and is the one place the rest of the repo takes
+label meaning from. The order of ``PII_TYPES`` fixes the label ids of every checkpoint: append new types at
+the end, never reorder, or old checkpoints decode the wrong types.
+"""
+
+# Tier = sensitivity. The recall a user of each tier expects: 1 -> 0.98, 2 -> 0.95, 3 -> 0.90, 4 -> 0.85.
+TIER_TYPES = {
+    1: ("SSN", "CREDIT_CARD", "BANK_ACCOUNT", "PASSPORT_NUMBER", "DRIVERS_LICENSE", "TAX_ID"),
+    2: ("PERSON", "EMAIL", "PHONE", "DATE_OF_BIRTH", "STREET_ADDRESS", "IP_ADDRESS"),
+    3: (
+        "USERNAME", "DATE", "LOCATION", "ORGANIZATION", "URL", "LICENSE_PLATE", "AGE", "NATIONALITY", "GENDER",
+        "RELIGION", "MARITAL_STATUS",
+    ),
+    4: (
+        "MEDICAL_RECORD", "EMPLOYEE_ID", "STUDENT_ID", "ACCOUNT_NUMBER", "PIN", "PASSWORD", "BIOMETRIC",
+        "VEHICLE_ID", "DEVICE_ID", "CRYPTO_WALLET", "IBAN", "SWIFT_CODE", "INSURANCE_NUMBER", "SALARY",
+        "CRIMINAL_RECORD", "POLITICAL_AFFILIATION", "SEXUAL_ORIENTATION", "HEALTH_CONDITION",
+    ),
+}
+TIER_RECALL_TARGETS = {1: 0.98, 2: 0.95, 3: 0.90, 4: 0.85}
+
+PII_TYPES = tuple(t for tier in sorted(TIER_TYPES) for t in TIER_TYPES[tier])
+TIER_OF = {t: tier for tier, types in TIER_TYPES.items() for t in types}
+
+OUTSIDE = "O"
+LABELS = (OUTSIDE,) + tuple(f"{prefix}-{t}" for t in PII_TYPES for prefix in ("B", "I"))
+LABEL2ID = {label: i for i, label in enumerate(LABELS)}
+ID2LABEL = dict(enumerate(LABELS))
+
+assert len(PII_TYPES) == 41 and len(set(PII_TYPES)) == 41
+assert len(LABELS) == 83
+
+
+def split_label(label):
+    """``"B-EMAIL" -> ("B", "EMAIL")``, ``"O" -> ("O", None)``."""
+    if label == OUTSIDE:
+        return OUTSIDE, None
+    prefix, _, pii_type = label.partition("-")
+    if prefix not in ("B", "I") or not pii_type:
+        raise ValueError(f"not a BIO label: {label!r}")
+    return prefix, pii_type

@@ -1,0 +1,86 @@
+"""Shared fixtures: tiny random encoders and a WordPiece tokenizer built in memory, so the suite runs offline in
+seconds. Real checkpoints are exercised only by tests marked ``slow``."""
+
+import os
+import string
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
+import pytest  # noqa: E402
+from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors  # noqa: E402
+from tokenizers.models import WordPiece  # noqa: E402
+from transformers import BertConfig, DebertaV2Config, PreTrainedTokenizerFast  # noqa: E402
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# Single letters and digits plus their continuation pieces: every ASCII word tokenizes without [UNK], so offsets
+# are exercised on real multi-piece words; a few whole words keep sequences short.
+TINY_VOCAB = (
+    SPECIAL_TOKENS
+    + list(string.ascii_lowercase)
+    + ["##" + c for c in string.ascii_lowercase]
+    + list(string.digits)
+    + ["##" + c for c in string.digits]
+    + list("@.-:()/,+#'")
+    + ["john", "smith", "email", "ssn", "call", "me", "at", "is", "my", "the", "and"]
+)
+TINY_VOCAB_SIZE = 99
+assert len(TINY_VOCAB) <= TINY_VOCAB_SIZE
+
+
+def build_tiny_tokenizer():
+    """An uncased BERT-style WordPiece tokenizer with offsets, built in memory (no files, no network)."""
+    vocab = {tok: i for i, tok in enumerate(TINY_VOCAB)}
+    tok = Tokenizer(WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=200))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+    )
+    tok.decoder = decoders.WordPiece()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=64,
+    )
+
+
+def tiny_bert_config(**overrides):
+    kwargs = dict(
+        vocab_size=TINY_VOCAB_SIZE, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=37, max_position_embeddings=128,
+    )
+    kwargs.update(overrides)
+    return BertConfig(**kwargs)
+
+
+def tiny_deberta_config(**overrides):
+    kwargs = dict(
+        vocab_size=TINY_VOCAB_SIZE, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=37, max_position_embeddings=128, relative_attention=True, position_buckets=16,
+        pos_att_type=["p2c", "c2p"], position_biased_input=False, type_vocab_size=0,
+    )
+    kwargs.update(overrides)
+    return DebertaV2Config(**kwargs)
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    return build_tiny_tokenizer()
+
+
+@pytest.fixture(params=["bert", "deberta-v2"], scope="session")
+def tiny_encoder_config(request):
+    return tiny_bert_config() if request.param == "bert" else tiny_deberta_config()
