@@ -7,6 +7,13 @@ from transformers.configuration_utils import SubConfigSpec
 from .pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 
 
+PIPELINE_ENTRY = {
+    "impl": "pipeline_piiner.PiiNerTokenClassificationPipeline",
+    "pt": ["AutoModelForTokenClassification"],
+    "type": "text",
+}
+
+
 @strict
 class PiiNerConfig(PreTrainedConfig):
     r"""
@@ -70,6 +77,9 @@ class PiiNerConfig(PreTrainedConfig):
     def __post_init__(self, **kwargs):
         if kwargs.get("id2label") is None and kwargs.get("label2id") is None and kwargs.get("num_labels") is None:
             kwargs["id2label"], kwargs["label2id"] = dict(ID2LABEL), dict(LABEL2ID)
+        # The custom pipeline ships in pipeline_piiner.py; naming it here makes
+        # pipeline("token-classification", model=DIR, trust_remote_code=True) build it for any saved snapshot.
+        kwargs.setdefault("custom_pipelines", {"token-classification": dict(PIPELINE_ENTRY)})
         super().__post_init__(**kwargs)
         self.char_kernel_sizes = list(self.char_kernel_sizes)
         if self.type_to_tier is None:
