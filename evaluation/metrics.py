@@ -1,0 +1,116 @@
+"""Strict span-level metrics: a true positive is an exact (start, end, type) match, with no partial credit.
+
+A span is given either as a ``(start, end, type)`` tuple or as a dict with ``start``, ``end`` and one of
+``label`` / ``type`` / ``entity_group`` (the unified data record uses ``label``, the piiner pipeline ``type``).
+Matching is a multiset intersection per text: a prediction repeated twice matches one gold span and the copy
+is a false positive, because a consumer of the output would see it twice.
+"""
+
+from collections import Counter
+
+from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS
+
+_TYPE_KEYS = ("label", "type", "entity_group")
+
+
+def to_span(span, where="span"):
+    """Normalise one span (tuple or dict) into a ``(start, end, type)`` tuple, or raise ``ValueError`` naming it."""
+    if isinstance(span, dict):
+        span_type = next((span[k] for k in _TYPE_KEYS if span.get(k) is not None), None)
+        if span_type is None:
+            raise ValueError(f"{where}: span dict {span!r} has none of the type keys {list(_TYPE_KEYS)}")
+        start, end = span.get("start"), span.get("end")
+    elif isinstance(span, (tuple, list)) and len(span) == 3:
+        start, end, span_type = span
+    else:
+        raise ValueError(f"{where}: expected a (start, end, type) tuple or a span dict, got {span!r}")
+    if isinstance(start, bool) or isinstance(end, bool) or not isinstance(start, int) or not isinstance(end, int):
+        raise ValueError(f"{where}: start and end must be ints, got {span!r}")
+    if not 0 <= start < end:
+        raise ValueError(f"{where}: need 0 <= start < end, got {span!r}")
+    if not isinstance(span_type, str) or not span_type:
+        raise ValueError(f"{where}: the span type must be a non-empty string, got {span!r}")
+    return start, end, span_type
+
+
+def to_spans(spans, where="text"):
+    """Normalise the spans of one text."""
+    if spans is None:
+        return []
+    return [to_span(s, f"{where}, span {j}") for j, s in enumerate(spans)]
+
+
+def _fbeta(precision, recall, beta):
+    if precision == 0.0 and recall == 0.0:
+        return 0.0
+    b2 = beta * beta
+    return (1 + b2) * precision * recall / (b2 * precision + recall)
+
+
+def scores(tp, fp, fn):
+    """Precision, recall, F1 and F2 from counts; 0/0 is 0.0 (``support`` tells an empty class from a bad one)."""
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": _fbeta(precision, recall, 1.0),
+        "f2": _fbeta(precision, recall, 2.0),
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "support": tp + fn,
+    }
+
+
+def _type_order(span_type):
+    # Schema order first (tier 1 at the top), then anything unknown alphabetically.
+    return (0, PII_TYPES.index(span_type), "") if span_type in TIER_OF else (1, 0, span_type)
+
+
+def span_metrics(gold, pred, types=None):
+    """Score predicted spans against gold spans, strictly.
+
+    Args:
+        gold, pred: lists with one entry per text, each a list of spans (tuples or dicts, see the module doc).
+        types: optional collection of type names; when given, gold and predicted spans of other types are ignored
+            (e.g. ``{"PERSON", "LOCATION", "ORGANIZATION"}`` on WNUT-17) and every listed type gets a row.
+
+    Returns:
+        ``{"overall": {...}, "per_type": {TYPE: {...}}, "per_tier": {tier: {...}}}`` where each ``{...}`` holds
+        precision, recall, f1, f2, tp, fp, fn and support (micro-averaged), and each tier row also its recall
+        ``target`` and ``meets_target`` (None when the tier has no gold span). Types outside the piiner schema
+        count in overall and per_type but in no tier.
+    """
+    if len(gold) != len(pred):
+        raise ValueError(f"gold has {len(gold)} texts but pred has {len(pred)}: they must be aligned one to one")
+    keep = None if types is None else set(types)
+    counts = {}  # type -> [tp, fp, fn]
+
+    for i, (gold_spans, pred_spans) in enumerate(zip(gold, pred)):
+        g = Counter(s for s in to_spans(gold_spans, f"gold text {i}") if keep is None or s[2] in keep)
+        p = Counter(s for s in to_spans(pred_spans, f"pred text {i}") if keep is None or s[2] in keep)
+        for span in g.keys() | p.keys():
+            matched = min(g[span], p[span])
+            row = counts.setdefault(span[2], [0, 0, 0])
+            row[0] += matched
+            row[1] += p[span] - matched
+            row[2] += g[span] - matched
+
+    for span_type in keep or ():
+        counts.setdefault(span_type, [0, 0, 0])
+
+    def total(rows):
+        return [sum(col) for col in zip(*rows)] if rows else [0, 0, 0]
+
+    per_type = {t: scores(*counts[t]) for t in sorted(counts, key=_type_order)}
+    per_tier = {}
+    for tier, target in sorted(TIER_RECALL_TARGETS.items()):
+        row = scores(*total([c for t, c in counts.items() if TIER_OF.get(t) == tier]))
+        row["target"] = target
+        row["meets_target"] = row["recall"] >= target if row["support"] else None
+        per_tier[tier] = row
+    return {"overall": scores(*total(list(counts.values()))), "per_type": per_type, "per_tier": per_tier}
+
+
+__all__ = ["span_metrics", "scores", "to_span", "to_spans"]

@@ -1,0 +1,98 @@
+"""Strict span metrics on hand-computed cases."""
+
+import pytest
+
+from evaluation.metrics import span_metrics
+
+
+def test_perfect_match_with_tuples_and_dicts_mixed():
+    gold = [[(0, 5, "PERSON"), {"start": 10, "end": 20, "label": "EMAIL"}]]
+    pred = [[{"start": 0, "end": 5, "type": "PERSON"}, (10, 20, "EMAIL")]]
+    m = span_metrics(gold, pred)
+    assert m["overall"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "f2": 1.0, "tp": 2, "fp": 0, "fn": 0,
+                            "support": 2}
+
+
+def test_off_by_one_boundary_is_both_fp_and_fn():
+    m = span_metrics([[(0, 5, "PERSON")]], [[(0, 6, "PERSON")]])
+    o = m["overall"]
+    assert (o["tp"], o["fp"], o["fn"]) == (0, 1, 1)
+    assert o["precision"] == o["recall"] == o["f1"] == 0.0
+
+
+def test_type_mismatch_counts_against_both_types():
+    m = span_metrics([[(3, 9, "SSN")]], [[(3, 9, "PHONE")]])
+    assert (m["per_type"]["SSN"]["fn"], m["per_type"]["SSN"]["fp"]) == (1, 0)
+    assert (m["per_type"]["PHONE"]["fp"], m["per_type"]["PHONE"]["fn"]) == (1, 0)
+    assert m["per_tier"][1]["recall"] == 0.0 and m["per_tier"][1]["meets_target"] is False
+    assert m["per_tier"][2]["precision"] == 0.0 and m["per_tier"][2]["support"] == 0
+    assert m["per_tier"][2]["meets_target"] is None
+
+
+def test_duplicate_prediction_is_one_tp_and_one_fp():
+    m = span_metrics([[(0, 4, "DATE")]], [[(0, 4, "DATE"), (0, 4, "DATE")]])
+    o = m["overall"]
+    assert (o["tp"], o["fp"], o["fn"]) == (1, 1, 0)
+    assert o["precision"] == 0.5 and o["recall"] == 1.0
+
+
+def test_hand_computed_micro_averages_and_f2():
+    # text 0: 2 gold, 1 right + 1 wrong pred; text 1: 1 gold, missed; text 2: no gold, 1 spurious pred.
+    gold = [[(0, 4, "PERSON"), (10, 21, "SSN")], [(5, 9, "PERSON")], []]
+    pred = [[(0, 4, "PERSON"), (10, 20, "SSN")], [], [(1, 2, "PIN")]]
+    m = span_metrics(gold, pred)
+    o = m["overall"]
+    assert (o["tp"], o["fp"], o["fn"], o["support"]) == (1, 2, 2, 3)
+    p, r = 1 / 3, 1 / 3
+    assert o["precision"] == pytest.approx(p) and o["recall"] == pytest.approx(r)
+    assert o["f1"] == pytest.approx(1 / 3) and o["f2"] == pytest.approx(5 * p * r / (4 * p + r))
+    person = m["per_type"]["PERSON"]
+    assert (person["tp"], person["fn"], person["precision"], person["recall"]) == (1, 1, 1.0, 0.5)
+    assert person["f2"] == pytest.approx(5 * 0.5 / (4 + 0.5))
+    assert m["per_tier"][2]["recall"] == 0.5 and m["per_tier"][2]["target"] == 0.95
+    assert m["per_tier"][4]["fp"] == 1 and m["per_tier"][4]["support"] == 0
+    # Schema order: SSN (tier 1) before PERSON (tier 2) before PIN (tier 4).
+    assert list(m["per_type"]) == ["SSN", "PERSON", "PIN"]
+
+
+def test_types_restriction_filters_gold_and_pred_and_lists_every_type():
+    gold = [[(0, 4, "PERSON"), (5, 9, "USERNAME")]]
+    pred = [[(0, 4, "PERSON"), (10, 14, "URL")]]
+    m = span_metrics(gold, pred, types=["PERSON", "LOCATION", "ORGANIZATION"])
+    assert (m["overall"]["tp"], m["overall"]["fp"], m["overall"]["fn"]) == (1, 0, 0)
+    assert list(m["per_type"]) == ["PERSON", "LOCATION", "ORGANIZATION"]
+    assert m["per_type"]["LOCATION"]["support"] == 0 and m["per_type"]["LOCATION"]["f1"] == 0.0
+
+
+def test_meets_target_uses_the_tier_recall_target():
+    gold = [[(i * 10, i * 10 + 5, "SSN")] for i in range(50)]
+    pred = [g if i else [] for i, g in enumerate(gold)]  # 49 / 50 = 0.98
+    assert span_metrics(gold, pred)["per_tier"][1]["meets_target"] is True
+    pred[1] = []
+    assert span_metrics(gold, pred)["per_tier"][1]["meets_target"] is False
+
+
+def test_empty_input_gives_zeros_not_errors():
+    m = span_metrics([], [])
+    assert m["overall"]["f1"] == 0.0 and m["overall"]["support"] == 0 and m["per_type"] == {}
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ((5, 5, "SSN"), "start < end"),
+        ((-1, 3, "SSN"), "start < end"),
+        ((0, 3.0, "SSN"), "must be ints"),
+        ({"start": 0, "end": 3}, "type keys"),
+        ((0, 3), "expected a"),
+        ((0, 3, ""), "non-empty"),
+    ],
+)
+def test_bad_spans_raise_naming_the_problem(bad, message):
+    with pytest.raises(ValueError, match=message):
+        span_metrics([[bad]], [[]])
+
+
+def test_misaligned_lists_raise():
+    with pytest.raises(ValueError, match="aligned"):
+        span_metrics([[], []], [[]])
