@@ -1,0 +1,431 @@
+"""piiner: a pretrained encoder, a character CNN over each token's source word, a gated fusion of the two, and
+a BIO-constrained CRF on top.
+
+Which positions the CRF runs over (the same rule in training and inference, see `crf_positions`): tokens inside
+the attention mask that have characters, i.e. real text tokens; special tokens ([CLS], [SEP], padding) carry no
+characters and are outside the chain. Without `char_ids`, a `special_tokens_mask` gives the same set. With labels,
+positions labelled -100 are skipped as well.
+"""
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from transformers import AutoModel, PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import BaseModelOutput
+from transformers.utils import ModelOutput
+
+from .configuration_piiner import PiiNerConfig
+from .crf_piiner import (
+    PiiNerCRF,
+    bio_constraints,
+    begin_of,
+    crf_log_partition,
+    crf_marginals,
+    crf_path_score,
+    crf_token_nll,
+    viterbi_decode,
+)
+from .pipeline_piiner import PiiNerTokenClassificationPipeline  # noqa: F401  (imported so save_pretrained copies it)
+
+
+# Keys a tokenizer or the windowing code puts next to the model inputs; they describe the text, not the model
+# input, so forward accepts and ignores them. Any other unknown keyword is an error.
+TEXT_METADATA_KEYS = frozenset({"offset_mapping", "overflow_to_sample_mapping", "length", "word_ids", "sample_id"})
+
+# save_pretrained writes only the saved class into auto_map; a snapshot of the tagger should also load as the
+# fused-states backbone with AutoModel, so every model of this family carries the whole map.
+AUTO_MAP = {
+    "AutoConfig": "configuration_piiner.PiiNerConfig",
+    "AutoModel": "modeling_piiner.PiiNerModel",
+    "AutoModelForTokenClassification": "modeling_piiner.PiiNerForTokenClassification",
+}
+
+
+@dataclass
+class PiiNerTokenClassifierOutput(ModelOutput):
+    r"""
+    Output of [`PiiNerForTokenClassification`].
+
+    Args:
+        loss (`torch.FloatTensor` of shape `()`, returned when `labels` is given):
+            CRF negative log-likelihood, weighted and averaged over the sequences that have CRF positions.
+        logits (`torch.FloatTensor` of shape `(batch_size, sequence_length, num_labels)`):
+            In training mode the emission scores. In eval mode, at CRF positions, the log of the CRF marginals with
+            every label other than the Viterbi one capped just below it, so a per-token argmax gives the Viterbi
+            path (a valid BIO sequence); elsewhere the log-softmax of the emissions.
+        decoded_tags (`torch.LongTensor` of shape `(batch_size, sequence_length)`, eval mode only):
+            The Viterbi path; -100 at positions outside the CRF (special tokens, padding).
+        tag_scores (`torch.FloatTensor` of shape `(batch_size, sequence_length)`, eval mode only):
+            CRF marginal probability of the decoded tag, a confidence in [0, 1]; 0 outside the CRF.
+        hidden_states, attentions: the encoder's, when asked for.
+    """
+
+    loss: torch.FloatTensor | None = None
+    logits: torch.FloatTensor | None = None
+    decoded_tags: torch.LongTensor | None = None
+    tag_scores: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class PiiNerCharCNN(nn.Module):
+    """
+    Character CNN over the source word of each token: embedding, one Conv1d per kernel width, ReLU, max-pool over
+    the word's own windows, concatenation, dropout.
+
+    Only tokens that have characters are computed (gathered, run, scattered back), so special tokens and padding
+    cost nothing. Padding never changes a result: pad characters are zeroed, and the max-pool only reads windows
+    that start inside the word (a word shorter than a kernel is read through its first window).
+    """
+
+    def __init__(self, config: PiiNerConfig):
+        super().__init__()
+        self.embedding = nn.Embedding(config.char_vocab_size, config.char_embedding_dim, padding_idx=0)
+        self.convs = nn.ModuleList(
+            nn.Conv1d(config.char_embedding_dim, config.char_channels, kernel_size=k) for k in config.char_kernel_sizes
+        )
+        self.dropout = nn.Dropout(config.char_dropout)
+        self.kernel_sizes = list(config.char_kernel_sizes)
+        self.output_dim = config.char_channels * len(self.kernel_sizes)
+
+    def forward(self, word_chars: torch.LongTensor) -> torch.Tensor:
+        """
+        Args:
+            word_chars (`torch.LongTensor` of shape `(num_words, num_chars)`): char ids of the words, 0-padded.
+
+        Returns:
+            `torch.Tensor` of shape `(num_words, output_dim)`.
+        """
+        lengths = (word_chars != 0).sum(-1)
+        # Trim to the longest word here, but never below the widest kernel.
+        width = max(int(lengths.max()) if lengths.numel() else 0, max(self.kernel_sizes))
+        word_chars = word_chars[:, :width]
+        if word_chars.shape[1] < width:
+            word_chars = nn.functional.pad(word_chars, (0, width - word_chars.shape[1]))
+        embedded = self.embedding(word_chars) * (word_chars != 0).unsqueeze(-1)
+        embedded = embedded.transpose(1, 2)  # (words, embedding_dim, chars) for Conv1d
+        pooled = []
+        for kernel_size, conv in zip(self.kernel_sizes, self.convs):
+            features = torch.relu(conv(embedded))  # (words, channels, windows)
+            starts = torch.arange(features.shape[-1], device=features.device)
+            readable = starts.unsqueeze(0) < (lengths - kernel_size + 1).clamp(min=1).unsqueeze(1)
+            # Features are >= 0 after ReLU, so zeroing the unreadable windows leaves the max of the readable ones.
+            pooled.append((features * readable.unsqueeze(1)).amax(dim=-1))
+        return self.dropout(torch.cat(pooled, dim=-1))
+
+
+class PiiNerGatedFusion(nn.Module):
+    """
+    Per-token, per-dimension gate between char features and encoder states:
+    `c' = dropout(relu(W_c c))`, `g = sigmoid(W_g [c'; h])`, `out = g * c' + (1 - g) * h`.
+    """
+
+    def __init__(self, config: PiiNerConfig, char_dim: int):
+        super().__init__()
+        hidden_size = config.encoder_config.hidden_size
+        self.char_projection = nn.Linear(char_dim, hidden_size)
+        self.gate = nn.Linear(2 * hidden_size, hidden_size)
+        self.dropout = nn.Dropout(config.char_dropout)
+
+    def forward(self, char_features: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        projected = self.dropout(torch.relu(self.char_projection(char_features)))
+        gate = torch.sigmoid(self.gate(torch.cat([projected, hidden], dim=-1)))
+        return gate * projected + (1 - gate) * hidden
+
+
+class PiiNerPreTrainedModel(PreTrainedModel):
+    config_class = PiiNerConfig
+    base_model_prefix = "piiner"
+    supports_gradient_checkpointing = True
+    _supports_sdpa = True
+    _supports_flash_attn = True
+
+    def __init__(self, config: PiiNerConfig, *inputs, **kwargs):
+        super().__init__(config, *inputs, **kwargs)
+        # Entries already there (e.g. "user/repo--modeling_piiner.PiiNerModel" after a Hub load) win.
+        config.auto_map = {**AUTO_MAP, **(getattr(config, "auto_map", None) or {})}
+
+    def _init_weights(self, module: nn.Module):
+        """Initialises this repo's own modules; the encoder is a `PreTrainedModel` and runs its own init.
+
+        Only `transformers.initialization` functions are used: they skip tensors already loaded by
+        `from_pretrained`, so a checkpoint's weights are never overwritten."""
+        std = self.config.initializer_range
+        if isinstance(module, PiiNerCRF):
+            for param in (module.start_transitions, module.end_transitions, module.transitions):
+                init.normal_(param, mean=0.0, std=std)
+            allowed, start_allowed = bio_constraints(self.config.id2label)
+            init.copy_(module.allowed, allowed)
+            init.copy_(module.start_allowed, start_allowed)
+            init.copy_(module.begin_of, begin_of(self.config.id2label))
+        elif isinstance(module, nn.Embedding):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.padding_idx is not None and not getattr(module.weight, "_is_hf_initialized", False):
+                init.zeros_(module.weight[module.padding_idx])
+        elif isinstance(module, (nn.Linear, nn.Conv1d)):
+            init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                init.zeros_(module.bias)
+
+
+def crf_positions(
+    attention_mask: torch.Tensor,
+    char_ids: torch.LongTensor | None = None,
+    special_tokens_mask: torch.Tensor | None = None,
+    labels: torch.LongTensor | None = None,
+) -> torch.BoolTensor:
+    """
+    The positions the CRF runs over: inside the attention mask, and a real text token, which is a token with
+    characters when `char_ids` is given (special tokens have none), else a token not flagged by
+    `special_tokens_mask`; with `labels`, positions labelled -100 are skipped too.
+    """
+    mask = attention_mask.bool()
+    if char_ids is not None:
+        mask = mask & (char_ids != 0).any(-1)
+    elif special_tokens_mask is not None:
+        mask = mask & ~special_tokens_mask.bool()
+    if labels is not None:
+        mask = mask & (labels != -100)
+    return mask
+
+
+class PiiNerModel(PiiNerPreTrainedModel):
+    """
+    The encoder with its char CNN and gated fusion; `last_hidden_state` is the fused states. Tokens without
+    characters (special tokens, padding, or no `char_ids` at all) keep the encoder's states.
+    """
+
+    # A tagger snapshot also loads as this backbone (AutoModel): its head weights are expected to be left out.
+    _keys_to_ignore_on_load_unexpected = [r"^classifier\.", r"^crf\."]
+
+    def __init__(self, config: PiiNerConfig):
+        super().__init__(config)
+        self.encoder = AutoModel.from_config(config.encoder_config)
+        # A pooler is never used here; left in, its parameters would get no gradient (DDP errors, and the
+        # "every parameter trains" checks fail). Encoders with one (BERT, RoBERTa) return None pooled output.
+        if getattr(self.encoder, "pooler", None) is not None:
+            self.encoder.pooler = None
+        self.char_cnn = PiiNerCharCNN(config)
+        self.fusion = PiiNerGatedFusion(config, self.char_cnn.output_dim)
+        encoder_inputs = inspect.signature(self.encoder.forward).parameters
+        # DeBERTa-v2/v3 checkpoints have type_vocab_size=0: feeding them token_type_ids would index an empty table.
+        self._use_token_type_ids = "token_type_ids" in encoder_inputs and (
+            getattr(config.encoder_config, "type_vocab_size", 0) or 0
+        ) > 0
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.encoder.get_input_embeddings()
+
+    def set_input_embeddings(self, value: nn.Module):
+        self.encoder.set_input_embeddings(value)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        char_ids: torch.LongTensor | None = None,
+        output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
+        return_dict: bool | None = None,
+    ) -> BaseModelOutput:
+        r"""
+        Args:
+            input_ids (`torch.LongTensor` of shape `(batch_size, sequence_length)`): token ids.
+            attention_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*): 1 for tokens.
+            token_type_ids (`torch.LongTensor`, *optional*): passed on only to encoders that have token types.
+            char_ids (`torch.LongTensor` of shape `(batch_size, sequence_length, num_chars)`, *optional*):
+                char ids of each token's source word (see `tokenization_utils.token_char_ids`), 0 = padding.
+        """
+        self._check_inputs(input_ids, char_ids)
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        encoder_kwargs = {"input_ids": input_ids, "attention_mask": attention_mask, "return_dict": True}
+        if token_type_ids is not None and self._use_token_type_ids:
+            encoder_kwargs["token_type_ids"] = token_type_ids
+        if output_hidden_states:
+            encoder_kwargs["output_hidden_states"] = True
+        if output_attentions:
+            encoder_kwargs["output_attentions"] = True
+        encoded = self.encoder(**encoder_kwargs)
+        hidden = encoded.last_hidden_state
+        if char_ids is not None:
+            has_chars = (char_ids != 0).any(-1) & attention_mask.bool()
+            if has_chars.any():
+                char_features = self.char_cnn(char_ids[has_chars])
+                hidden = hidden.clone()
+                hidden[has_chars] = self.fusion(char_features.to(hidden.dtype), hidden[has_chars])
+        return BaseModelOutput(
+            last_hidden_state=hidden, hidden_states=encoded.hidden_states, attentions=encoded.attentions
+        )
+
+    def _check_inputs(self, input_ids: torch.Tensor, char_ids: torch.Tensor | None):
+        if input_ids is None or input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be a (batch, seq_len) tensor, got {getattr(input_ids, 'shape', None)}")
+        if char_ids is None:
+            return
+        if char_ids.dim() != 3 or char_ids.shape[:2] != input_ids.shape:
+            raise ValueError(
+                f"char_ids must have shape (batch, seq_len, num_chars) = {tuple(input_ids.shape)} + (num_chars,), "
+                f"got {tuple(char_ids.shape)}"
+            )
+        if char_ids.numel() and (char_ids.min() < 0 or char_ids.max() >= self.config.char_vocab_size):
+            raise ValueError(
+                f"char_ids must lie in [0, {self.config.char_vocab_size}) (char_vocab_size), got values in "
+                f"[{int(char_ids.min())}, {int(char_ids.max())}]; encode characters with tokenization_utils.encode_char"
+            )
+
+
+class PiiNerForTokenClassification(PiiNerPreTrainedModel):
+    """
+    [`PiiNerModel`] with a dropout + linear emission layer and a BIO-constrained CRF.
+
+    Emissions are log-softmax normalised before the CRF: a per-position constant does not change the CRF's
+    distribution, and it keeps the log-space sums far from overflow. The CRF runs in float32 even under autocast.
+    """
+
+    # The loss is a CRF likelihood averaged over sequences; it takes no `num_items_in_batch` from the Trainer.
+    accepts_loss_kwargs = False
+
+    def __init__(self, config: PiiNerConfig):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.piiner = PiiNerModel(config)
+        self.dropout = nn.Dropout(config.classifier_dropout)
+        self.classifier = nn.Linear(config.encoder_config.hidden_size, config.num_labels)
+        self.crf = PiiNerCRF(config.id2label)
+        self.post_init()
+
+    @classmethod
+    def from_backbone(cls, name_or_path: str, **config_overrides) -> "PiiNerForTokenClassification":
+        """
+        A fresh piiner model around a pretrained encoder (a Hub id or a local folder), whose weights are loaded
+        once; char CNN, fusion, emissions and CRF start from random. `config_overrides` go to `PiiNerConfig`.
+        """
+        encoder = AutoModel.from_pretrained(name_or_path)
+        config = PiiNerConfig(encoder_config=encoder.config, **config_overrides)
+        model = cls(config)
+        if getattr(encoder, "pooler", None) is not None:
+            encoder.pooler = None
+        model.piiner.encoder = encoder
+        return model
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.LongTensor | None = None,
+        char_ids: torch.LongTensor | None = None,
+        labels: torch.LongTensor | None = None,
+        label_weights: torch.Tensor | None = None,
+        special_tokens_mask: torch.Tensor | None = None,
+        output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> PiiNerTokenClassifierOutput:
+        r"""
+        Args:
+            input_ids, attention_mask, token_type_ids, char_ids: as in [`PiiNerModel.forward`].
+            labels (`torch.LongTensor` of shape `(batch_size, sequence_length)`, *optional*):
+                BIO label ids; -100 on positions without a label (special tokens, padding). An "I-X" that may not
+                stand where it is (first labelled position, or after anything but "B-X"/"I-X", e.g. at a window
+                cut) is scored as "B-X".
+            label_weights (`torch.Tensor` of shape `(batch_size,)` or `(batch_size, sequence_length)`, *optional*):
+                Per-sequence weights multiply the sequence's NLL. Per-token weights multiply that token's term of
+                the exact chain-rule split of the NLL, `-log p(y_t | y_prev, x)` (see `crf_token_nll`), so equal
+                token weights w give w times the sequence NLL.
+            special_tokens_mask (`torch.Tensor`, *optional*): marks special tokens when `char_ids` is not given.
+
+        Returns:
+            [`PiiNerTokenClassifierOutput`]: the loss is the mean over sequences with at least one CRF position.
+        """
+        unknown = set(kwargs) - TEXT_METADATA_KEYS
+        if unknown:
+            raise TypeError(f"PiiNerForTokenClassification.forward() got unexpected arguments {sorted(unknown)}")
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        outputs = self.piiner(
+            input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
+            char_ids=char_ids,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+        )
+        logits = self.classifier(self.dropout(outputs.last_hidden_state))
+        # The CRF always runs in float32: log-sum-exp over 83 labels and hundreds of steps loses too much in 16 bits.
+        with torch.autocast(device_type=logits.device.type, enabled=False):
+            emissions = torch.log_softmax(logits.float(), dim=-1)
+            start, transitions, end = self.crf.constrained_transitions()
+            mask = crf_positions(attention_mask, char_ids, special_tokens_mask)
+            loss = None
+            if labels is not None:
+                loss = self._loss(emissions, labels, mask & (labels != -100), label_weights, start, transitions, end)
+            decoded_tags = tag_scores = None
+            if not self.training:
+                decoded_tags, _ = viterbi_decode(emissions, mask, start, transitions, end)
+                marginals = crf_marginals(emissions, mask, start, transitions, end)
+                tag_scores = marginals.gather(-1, decoded_tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
+                logits = self._viterbi_consistent_logits(emissions, marginals, decoded_tags, mask)
+        return PiiNerTokenClassifierOutput(
+            loss=loss,
+            logits=logits,
+            decoded_tags=decoded_tags,
+            tag_scores=tag_scores,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
+
+    def _loss(self, emissions, labels, mask, label_weights, start, transitions, end) -> torch.Tensor:
+        if labels.shape != emissions.shape[:2]:
+            raise ValueError(f"labels must have shape {tuple(emissions.shape[:2])}, got {tuple(labels.shape)}")
+        in_range = (labels >= 0) & (labels < self.num_labels)
+        if bool((mask & ~in_range).any()):
+            raise ValueError(f"labels must be -100 or a label id in [0, {self.num_labels}), got {labels[mask & ~in_range].unique().tolist()}")
+        tags = self.crf.repair_tags(labels.clamp(min=0), mask)
+        if label_weights is not None and label_weights.dim() == 2:
+            if label_weights.shape != labels.shape:
+                raise ValueError(f"per-token label_weights must have shape {tuple(labels.shape)}, got {tuple(label_weights.shape)}")
+            nll = (crf_token_nll(emissions, tags, mask, start, transitions, end) * label_weights.float()).sum(-1)
+        else:
+            log_z, _ = crf_log_partition(emissions, mask, start, transitions, end)
+            nll = log_z - crf_path_score(emissions, tags, mask, start, transitions, end)
+            if label_weights is not None:
+                if label_weights.shape != labels.shape[:1]:
+                    raise ValueError(
+                        f"label_weights must have shape (batch,) = {tuple(labels.shape[:1])} or (batch, seq_len), "
+                        f"got {tuple(label_weights.shape)}"
+                    )
+                nll = nll * label_weights.float()
+        has_positions = mask.any(-1)
+        return nll[has_positions].sum() / has_positions.sum().clamp(min=1)
+
+    @staticmethod
+    def _viterbi_consistent_logits(emissions, marginals, decoded_tags, mask, margin: float = 1e-4) -> torch.Tensor:
+        """Log-marginals at CRF positions with every non-Viterbi label capped just below the Viterbi one, so the
+        per-token argmax is the Viterbi path (usually nothing moves: the two agree); log-softmax emissions elsewhere."""
+        log_marginals = marginals.clamp(min=1e-30).log()
+        decoded = decoded_tags.clamp(min=0).unsqueeze(-1)
+        best = log_marginals.gather(-1, decoded)
+        capped = torch.minimum(log_marginals, best - margin).scatter(-1, decoded, best)
+        return torch.where(mask.unsqueeze(-1), capped, emissions)
+
+
+PiiNerConfig.register_for_auto_class()
+PiiNerModel.register_for_auto_class("AutoModel")
+PiiNerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
+
+__all__ = [
+    "PiiNerCharCNN",
+    "PiiNerForTokenClassification",
+    "PiiNerGatedFusion",
+    "PiiNerModel",
+    "PiiNerPreTrainedModel",
+    "PiiNerTokenClassifierOutput",
+    "crf_positions",
+]
