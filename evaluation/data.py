@@ -1,0 +1,167 @@
+"""Gold data, predictions and label maps for evaluation.
+
+Gold comes from a ``datasets`` folder written by ``save_to_disk`` (a DatasetDict, one split chosen, or a
+Dataset), a Hub dataset id, or a JSONL file of ``{"id"?, "text", "spans": [{"start", "end", "label"}]}``.
+Predictions made elsewhere come as JSONL in the same format, matched to gold by ``id`` when every prediction
+line has one, else line by line against the rows of the chosen split (before ``--source`` or ``--limit``).
+
+Spans whose type is not a piiner type after the label map are dropped and counted by reason, never silently.
+"""
+
+import json
+import os
+from collections import Counter
+
+from piiner.pii_schema import TIER_OF
+
+# Label-map targets that mean "not PII for us": the span is dropped (and counted).
+DROP_TARGETS = ("", "O", "NONE")
+
+
+def parse_label_map(spec):
+    """``A=B,C=D`` or a JSON file ``{"A": "B"}`` -> dict. A target of ``O`` (or empty) drops that type."""
+    if not spec:
+        return {}
+    if os.path.isfile(spec):
+        with open(spec, encoding="utf-8") as f:
+            mapping = json.load(f)
+        if not isinstance(mapping, dict):
+            raise ValueError(f"label map file {spec} must hold a JSON object {{source_type: piiner_type}}")
+    elif spec.endswith(".json"):
+        raise FileNotFoundError(f"label map file not found: {spec}")
+    else:
+        mapping = {}
+        for item in spec.split(","):
+            source, sep, target = item.partition("=")
+            if not sep or not source.strip():
+                raise ValueError(f"label map entry {item!r} is not SOURCE=TARGET (in {spec!r})")
+            mapping[source.strip()] = target.strip()
+    bad = {k: v for k, v in mapping.items() if not isinstance(v, str) or (v not in TIER_OF and v not in DROP_TARGETS)}
+    if bad:
+        raise ValueError(f"label map targets must be piiner types (or O to drop): {bad}")
+    return {k: (None if v in DROP_TARGETS else v) for k, v in mapping.items()}
+
+
+def read_jsonl(path):
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{lineno}: each line must be a JSON object")
+            row.setdefault("_where", f"{path}:{lineno}")
+            rows.append(row)
+    return rows
+
+
+def _load_dataset_rows(data, split):
+    import datasets
+
+    if os.path.isdir(data):
+        loaded = datasets.load_from_disk(data)
+    else:
+        try:
+            loaded = datasets.load_dataset(data)
+        except Exception as err:  # noqa: BLE001 - re-raised with the path named
+            raise FileNotFoundError(
+                f"{data} is neither a local JSONL file or dataset folder nor a loadable Hub dataset ({err})"
+            ) from err
+    if isinstance(loaded, datasets.DatasetDict):
+        if split not in loaded:
+            raise ValueError(f"{data} has no split {split!r}; it has {sorted(loaded)}")
+        loaded = loaded[split]
+    missing = {"text", "spans"} - set(loaded.column_names)
+    if missing:
+        raise ValueError(f"{data} lacks the columns {sorted(missing)} (has {loaded.column_names})")
+    return [dict(row, _where=f"{data}[{split}] row {i}") for i, row in enumerate(loaded)]
+
+
+def load_gold(data, split="test", source=None, limit=None):
+    """Rows ``{"id", "text", "spans", "source"?, "_row", "_where"}`` of the gold data, filtered and limited.
+
+    ``_row`` is the row's index in the split before filtering, which line-aligned predictions refer to.
+    """
+    if os.path.isfile(data):
+        rows = read_jsonl(data)
+    elif data.endswith(".jsonl"):
+        raise FileNotFoundError(f"gold data not found: {data}")
+    else:
+        rows = _load_dataset_rows(data, split)
+    for i, row in enumerate(rows):
+        if not isinstance(row.get("text"), str):
+            raise ValueError(f"{row['_where']}: needs a string 'text'")
+        if not isinstance(row.get("spans") if row.get("spans") is not None else [], list):
+            raise ValueError(f"{row['_where']}: 'spans' must be a list")
+        row["_row"] = i
+        row.setdefault("id", str(i))
+    if source is not None:
+        sources = Counter(r.get("source") for r in rows)
+        if set(sources) == {None}:
+            raise ValueError(f"--source {source!r} given but {data} has no 'source' column")
+        rows = [r for r in rows if r.get("source") == source]
+        if not rows:
+            raise ValueError(f"no row has source {source!r}; sources present: {dict(sources)}")
+    return rows[:limit] if limit is not None else rows
+
+
+def check_and_map_spans(row, label_map, dropped, who):
+    """Validated ``(start, end, type)`` spans of one row, renamed by ``label_map``.
+
+    Offsets outside the text raise (the data is wrong, scoring it would mislead); spans whose type maps to
+    nothing or to no piiner type are dropped and counted in ``dropped[who, reason]``.
+    """
+    text, out = row["text"], []
+    for j, span in enumerate(row.get("spans") or []):
+        if not isinstance(span, dict):
+            raise ValueError(f"{row['_where']}: span {j} must be an object {{start, end, label}}, got {span!r}")
+        start, end = span.get("start"), span.get("end")
+        span_type = next((span[k] for k in ("label", "type", "entity_group") if span.get(k) is not None), None)
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
+            raise ValueError(f"{row['_where']}: span {j} {span!r} is not 0 <= start < end <= len(text)={len(text)}")
+        if span_type is None:
+            raise ValueError(f"{row['_where']}: span {j} {span!r} has no label")
+        if span_type in label_map:
+            span_type = label_map[span_type]
+            if span_type is None:
+                dropped[f"{who}: mapped to O ({span.get('label') or span.get('type')})"] += 1
+                continue
+        if span_type not in TIER_OF:
+            dropped[f"{who}: not a piiner type ({span_type})"] += 1
+            continue
+        out.append((start, end, span_type))
+    return out
+
+
+def align_predictions(gold_rows, pred_rows, pred_path):
+    """The prediction row for each gold row: by ``id`` when every prediction has one, else by line."""
+    if pred_rows and all("id" in p for p in pred_rows):
+        by_id = {}
+        for p in pred_rows:
+            if str(p["id"]) in by_id:
+                raise ValueError(f"{p['_where']}: duplicate prediction id {p['id']!r}")
+            by_id[str(p["id"])] = p
+        missing = [g["id"] for g in gold_rows if str(g["id"]) not in by_id]
+        if missing:
+            raise ValueError(f"{pred_path} has no prediction for {len(missing)} gold ids, e.g. {missing[:5]}")
+        aligned = [by_id[str(g["id"])] for g in gold_rows]
+    else:
+        n_split = max((g["_row"] for g in gold_rows), default=-1) + 1
+        if len(pred_rows) < n_split:
+            raise ValueError(
+                f"{pred_path} has {len(pred_rows)} lines without ids but the gold split needs {n_split}: "
+                "give every prediction the 'id' of its gold row, or one line per gold row in order"
+            )
+        aligned = [pred_rows[g["_row"]] for g in gold_rows]
+    for g, p in zip(gold_rows, aligned):
+        if "text" in p and p["text"] != g["text"]:
+            raise ValueError(f"{p['_where']}: its text differs from the gold text of {g['_where']}")
+        p.setdefault("text", g["text"])
+    return aligned
+
+
+__all__ = ["parse_label_map", "load_gold", "check_and_map_spans", "align_predictions", "read_jsonl"]

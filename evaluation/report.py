@@ -1,0 +1,101 @@
+"""Evaluation reports: one JSON shape, rendered as markdown tables for the terminal, the README and the card.
+
+A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``throughput``, ``dropped`` (spans
+not scored, by reason) and ``meta`` (command line, model or baseline, data, split, n_texts, seconds).
+"""
+
+import json
+import os
+
+
+def throughput(n_texts, n_chars, seconds):
+    """Texts per second, characters per second and milliseconds per 1,000 characters of one timed run."""
+    return {
+        "n_texts": n_texts,
+        "n_chars": n_chars,
+        "seconds": seconds,
+        "texts_per_s": n_texts / seconds if seconds > 0 else None,
+        "chars_per_s": n_chars / seconds if seconds > 0 else None,
+        "ms_per_1k_chars": 1e6 * seconds / n_chars if n_chars else None,
+    }
+
+
+def _num(x, digits=3):
+    if x is None:
+        return "-"
+    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_num(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+_SCORE_COLS = ("precision", "recall", "f1", "f2", "tp", "fp", "fn", "support")
+
+
+def overall_table(report):
+    o = report["overall"]
+    return _table(_SCORE_COLS, [[o[c] for c in _SCORE_COLS]])
+
+
+def tier_table(report):
+    rows = []
+    for tier, r in sorted(report["per_tier"].items(), key=lambda kv: int(kv[0])):
+        meets = {True: "yes", False: "**no**", None: "-"}[r.get("meets_target")]
+        rows.append([str(tier), r["recall"], r["target"], meets, r["precision"], r["f1"], r["f2"], r["support"]])
+    return _table(("tier", "recall", "target", "meets", "precision", "f1", "f2", "support"), rows)
+
+
+def type_table(report, tier_of=None):
+    header = (("type", "tier") if tier_of else ("type",)) + _SCORE_COLS
+    rows = []
+    for span_type, r in report["per_type"].items():
+        lead = [span_type, str(tier_of.get(span_type, "-"))] if tier_of else [span_type]
+        rows.append(lead + [r[c] for c in _SCORE_COLS])
+    return _table(header, rows)
+
+
+def format_markdown(report, title=None):
+    """The report as markdown: overall, per tier (with recall targets), per type, throughput, dropped spans."""
+    from piiner.pii_schema import TIER_OF
+
+    meta = report.get("meta", {})
+    name = meta.get("model") or meta.get("baseline") or meta.get("predictions") or "predictions"
+    data = meta.get("data", "data")
+    parts = [f"## {title or f'{name} on {data}'}"]
+    if meta:
+        parts.append(
+            f"{meta.get('n_texts', '?')} texts, split `{meta.get('split')}`"
+            + (f", source `{meta['source']}`" if meta.get("source") else "")
+            + (f", types {', '.join(meta['types'])}" if meta.get("types") else "")
+        )
+    parts += ["### Overall (strict span match)", overall_table(report)]
+    parts += ["### Per tier", tier_table(report)]
+    parts += ["### Per type", type_table(report, TIER_OF)]
+    t = report.get("throughput")
+    if t:
+        parts += ["### Throughput", _table(
+            ("texts", "chars", "seconds", "texts/s", "chars/s", "ms per 1k chars"),
+            [[t["n_texts"], t["n_chars"], t["seconds"], t["texts_per_s"], t["chars_per_s"], t["ms_per_1k_chars"]]],
+        )]
+    if report.get("dropped"):
+        parts += ["### Spans not scored", _table(("reason", "spans"), sorted(report["dropped"].items()))]
+    return "\n\n".join(parts) + "\n"
+
+
+def write_json(report, path):
+    """Write the report as indented JSON (tier keys become strings, as JSON requires)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=2, sort_keys=False)
+        f.write("\n")
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+__all__ = ["throughput", "format_markdown", "overall_table", "tier_table", "type_table", "write_json", "read_json"]

@@ -1,0 +1,181 @@
+"""evaluate_model.py on small gold/prediction files (no model), label maps, --source, and the regex baseline."""
+
+import json
+
+import pytest
+
+import evaluate_model
+from evaluation.baselines import iban_valid, luhn_valid, regex_spans
+from evaluation.data import parse_label_map
+
+TEXTS = [
+    "Mail john@example.com, SSN 123-45-6789.",
+    "Card 4111 1111 1111 1111 for Bob.",
+    "Nothing to see here.",
+]
+GOLD = [
+    {"id": "a", "source": "web", "text": TEXTS[0],
+     "spans": [{"start": 5, "end": 21, "label": "EMAIL"}, {"start": 27, "end": 38, "label": "SSN"}]},
+    {"id": "b", "source": "chat", "text": TEXTS[1],
+     "spans": [{"start": 5, "end": 24, "label": "CREDIT_CARD"}, {"start": 29, "end": 32, "label": "PER"}]},
+    {"id": "c", "source": "web", "text": TEXTS[2], "spans": []},
+]
+
+
+def _write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def gold_file(tmp_path):
+    return _write_jsonl(tmp_path / "gold.jsonl", GOLD)
+
+
+def _run(*argv):
+    return evaluate_model.main([str(a) for a in argv])
+
+
+def test_predictions_by_id_scored_strictly_and_report_written(tmp_path, gold_file):
+    preds = [  # out of order, matched by id; one boundary off by one, one type wrong, one spurious
+        {"id": "c", "spans": [{"start": 0, "end": 7, "label": "PERSON"}]},
+        {"id": "a", "spans": [{"start": 5, "end": 21, "label": "EMAIL"}, {"start": 27, "end": 37, "label": "SSN"}]},
+        {"id": "b", "spans": [{"start": 5, "end": 24, "label": "CREDIT_CARD"}, {"start": 29, "end": 32, "label": "PER"}]},
+    ]
+    out = tmp_path / "report.json"
+    _run("--predictions", _write_jsonl(tmp_path / "p.jsonl", preds), "--data", gold_file, "--label-map",
+         "PER=PERSON", "--out", out)
+    report = json.loads(out.read_text())
+    o = report["overall"]
+    assert (o["tp"], o["fp"], o["fn"]) == (3, 2, 1)
+    assert report["per_type"]["SSN"]["fn"] == 1 and report["per_type"]["PERSON"]["tp"] == 1
+    assert report["per_tier"]["1"]["recall"] == 0.5 and report["per_tier"]["1"]["target"] == 0.98
+    assert report["meta"]["n_texts"] == 3 and "--predictions" in report["meta"]["command"]
+    assert report["dropped"] == {}
+
+
+def test_unmapped_gold_type_is_dropped_and_counted(tmp_path, gold_file):
+    report = _run("--predictions", gold_file, "--data", gold_file)  # PER is not a piiner type without a map
+    assert report["dropped"] == {"gold: not a piiner type (PER)": 1, "pred: not a piiner type (PER)": 1}
+    assert report["overall"]["tp"] == 3 and report["overall"]["support"] == 3
+
+
+def test_label_map_can_drop_a_type(tmp_path, gold_file):
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"PER": "O", "SSN": "TAX_ID"}))
+    report = _run("--predictions", gold_file, "--data", gold_file, "--label-map", mapping)
+    assert "TAX_ID" in report["per_type"] and "SSN" not in report["per_type"]
+    assert report["dropped"] == {"gold: mapped to O (PER)": 1, "pred: mapped to O (PER)": 1}
+
+
+def test_source_filter_and_line_alignment(tmp_path, gold_file):
+    # Line-aligned predictions cover the whole split; --source picks the matching lines.
+    preds = [{"spans": r["spans"]} for r in GOLD]
+    preds[1] = {"spans": []}
+    report = _run("--predictions", _write_jsonl(tmp_path / "p.jsonl", preds), "--data", gold_file,
+                  "--source", "web")
+    assert report["meta"]["n_texts"] == 2 and report["overall"]["tp"] == 2 and report["overall"]["fn"] == 0
+
+
+def test_types_restriction(tmp_path, gold_file):
+    report = _run("--baseline", "regex", "--data", gold_file, "--types", "SSN,EMAIL")
+    assert list(report["per_type"]) == ["SSN", "EMAIL"] and report["overall"]["support"] == 2
+
+
+def test_regex_baseline_from_a_saved_dataset_dict(tmp_path):
+    import datasets
+
+    rows = [{k: r[k] for k in ("id", "source", "text", "spans")} for r in GOLD]
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "ds"))
+    report = _run("--baseline", "regex", "--data", tmp_path / "ds", "--label-map", "PER=PERSON")
+    assert report["per_type"]["CREDIT_CARD"]["tp"] == 1 and report["per_type"]["PERSON"]["fn"] == 1
+    assert report["throughput"]["n_texts"] == 3 and report["throughput"]["ms_per_1k_chars"] > 0
+    with pytest.raises(SystemExit, match="no split 'validation'"):
+        _run("--baseline", "regex", "--data", tmp_path / "ds", "--split", "validation")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--data", "missing.jsonl"], "not found"),
+        (["--source", "nowhere"], "sources present"),
+        (["--types", "PERSON,FOO"], "not piiner types"),
+        (["--label-map", "PER=PERSONA"], "must be piiner types"),
+        (["--label-map", "PER"], "SOURCE=TARGET"),
+    ],
+)
+def test_bad_arguments_exit_with_a_named_problem(gold_file, argv, message):
+    base = {"--data": gold_file}
+    args = ["--baseline", "regex"] + [x for k, v in base.items() if k not in argv for x in (k, v)] + argv
+    with pytest.raises(SystemExit, match=message):
+        _run(*args)
+
+
+def test_bad_gold_offsets_are_an_error_naming_the_line(tmp_path):
+    bad = _write_jsonl(tmp_path / "bad.jsonl", [{"text": "short", "spans": [{"start": 2, "end": 9, "label": "PIN"}]}])
+    with pytest.raises(SystemExit, match=r"bad.jsonl:1: span 0"):
+        _run("--baseline", "regex", "--data", bad)
+
+
+def test_predictions_with_a_different_text_are_rejected(tmp_path, gold_file):
+    preds = [{"id": r["id"], "text": r["text"] + "!", "spans": []} for r in GOLD]
+    with pytest.raises(SystemExit, match="text differs"):
+        _run("--predictions", _write_jsonl(tmp_path / "p.jsonl", preds), "--data", gold_file)
+
+
+def test_parse_label_map_forms():
+    assert parse_label_map("PER=PERSON, corporation=ORGANIZATION,product=O") == {
+        "PER": "PERSON", "corporation": "ORGANIZATION", "product": None}
+    assert parse_label_map(None) == {}
+
+
+def _found(text):
+    return [(text[s["start"]:s["end"]], s["label"]) for s in regex_spans(text)]
+
+
+def test_regex_finds_email_ssn_card_with_exact_offsets():
+    text = "Reach (jane.doe@mail.co.uk) re SSN:078-05-1121; card 4111-1111-1111-1111."
+    spans = regex_spans(text)
+    assert spans == [
+        {"start": 7, "end": 26, "label": "EMAIL"},
+        {"start": 35, "end": 46, "label": "SSN"},
+        {"start": 53, "end": 72, "label": "CREDIT_CARD"},
+    ]
+
+
+def test_regex_rejects_luhn_invalid_card_and_bad_iban():
+    assert luhn_valid("4111111111111111") and not luhn_valid("4111111111111112")
+    assert _found("card 4111 1111 1111 1112 here") == []
+    assert iban_valid("GB82 WEST 1234 5698 7654 32") and not iban_valid("GB83 WEST 1234 5698 7654 32")
+    assert _found("IBAN GB82 WEST 1234 5698 7654 32.") == [("GB82 WEST 1234 5698 7654 32", "IBAN")]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("from 10.0.0.255 to 256.1.1.1", [("10.0.0.255", "IP_ADDRESS")]),
+        ("see https://example.org/x?y=1.", [("https://example.org/x?y=1", "URL")]),
+        ("born 1990-04-12 at noon", [("1990-04-12", "DATE")]),
+        ("call +1 415 555 2671 now", [("+1 415 555 2671", "PHONE")]),
+        ("SSN 000-12-3456 is invalid", []),
+        ("send to 0x52908400098527886E0F7030069857D2E4169EE7", [("0x52908400098527886E0F7030069857D2E4169EE7",
+                                                                 "CRYPTO_WALLET")]),
+        ("SWIFT code: DEUTDEFF500 please", [("DEUTDEFF500", "SWIFT_CODE")]),
+    ],
+)
+def test_regex_patterns(text, expected):
+    assert _found(text) == expected
+
+
+def test_regex_spans_never_overlap():
+    text = "4111 1111 1111 1111 123-45-6789 john@x.io http://john@x.io 192.168.1.1"
+    spans = regex_spans(text)
+    assert all(a["end"] <= b["start"] for a, b in zip(spans, spans[1:]))
+
+
+def test_presidio_baseline_maps_entities():
+    pytest.importorskip("presidio_analyzer")
+    from evaluation.baselines import PresidioBaseline
+
+    (spans,) = PresidioBaseline().predict(["Write to jane.doe@example.com today."])
+    assert {"start": 9, "end": 29, "label": "EMAIL"} in spans
