@@ -1,0 +1,317 @@
+"""tokenization_utils: char ids, padding, windowed encoding, window merging and entity decoding."""
+
+import re
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import TINY_VOCAB
+from piiner.configuration_piiner import PiiNerConfig
+from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
+from piiner.tokenization_utils import (
+    HASHED_CHAR_BUCKETS,
+    decode_entities,
+    default_max_length,
+    encode_char,
+    encode_texts,
+    merge_windows,
+    pad_char_ids,
+    token_char_ids,
+)
+
+CONFIG = PiiNerConfig()
+VOCAB = CONFIG.char_vocab_size
+
+
+def tags_for_spans(offsets, spans):
+    """Gold BIO tag ids for tokens whose offsets fall inside the given (start, end, type) spans."""
+    tags = []
+    for s, e in offsets:
+        tag = "O"
+        for start, end, pii_type in spans:
+            if e > s and start <= s and e <= end:
+                first = not any(start <= ps and pe <= end and pe > ps for ps, pe in offsets[: len(tags)])
+                tag = ("B-" if first else "I-") + pii_type
+        tags.append(LABEL2ID[tag])
+    return tags
+
+
+# encode_char ---------------------------------------------------------------------------------------------------
+
+
+@given(st.characters(codec=None))
+@settings(max_examples=300, deadline=None)
+def test_every_code_point_gets_a_valid_non_padding_id(ch):
+    assert 0 < encode_char(ch, VOCAB) < VOCAB
+
+
+@pytest.mark.parametrize("ch", ["\x00", "\ud800", "\udfff", "\U0010ffff", "中", "🙂", "é", "\u00a0"])
+def test_awkward_characters_stay_in_range(ch):
+    for vocab in (66, 256, 512, 4096):
+        assert 0 < encode_char(ch, vocab) < vocab
+
+
+def test_direct_ids_below_the_hashed_range():
+    assert [encode_char(c, VOCAB) for c in "Az9@é"] == [ord(c) for c in "Az9@é"]
+    assert encode_char(chr(VOCAB - HASHED_CHAR_BUCKETS), VOCAB) >= VOCAB - HASHED_CHAR_BUCKETS
+
+
+def test_hashed_ids_are_pinned():
+    # A changed mapping (or Python's per-process salted hash()) would scramble the char embeddings of every
+    # trained checkpoint.
+    assert [encode_char(c, 512) for c in "中🙂\x00"] == [493, 484, 448]
+
+
+def test_hashed_ids_spread_over_buckets():
+    ids = {encode_char(chr(cp), VOCAB) for cp in range(0x4E00, 0x4E00 + 2000)}
+    assert len(ids) == HASHED_CHAR_BUCKETS
+
+
+def test_tiny_char_vocab_is_rejected():
+    with pytest.raises(ValueError, match="char_vocab_size"):
+        encode_char("a", 64)
+
+
+def test_regex_whitespace_matches_str_isspace():
+    # Word boundaries are found with \S+; the contract says str.isspace.
+    every_char = "".join(chr(cp) for cp in range(0x110000))
+    assert set(re.findall(r"\s", every_char)) == {c for c in every_char if c.isspace()}
+
+
+# token_char_ids ------------------------------------------------------------------------------------------------
+
+
+def chars(ids):
+    return "".join(chr(i) for i in ids)
+
+
+def test_each_token_reads_its_whole_source_word_with_case_and_punctuation(tiny_tokenizer):
+    text = "Mail\t(John.Smith@x.com)\nSSN:123-45-6789"
+    enc = tiny_tokenizer(text, return_offsets_mapping=True)
+    per_token = token_char_ids(text, enc["offset_mapping"], 128, VOCAB)
+    words = [chars(ids) for ids in per_token]
+    assert words[0] == "" and words[-1] == ""  # [CLS], [SEP]
+    for (s, e), word in zip(enc["offset_mapping"][1:-1], words[1:-1]):
+        assert text[s:e].lower() in word.lower()
+        assert word in text.split()
+    assert set(words[1:-1]) == {"Mail", "(John.Smith@x.com)", "SSN:123-45-6789"}
+
+
+def test_tensor_offsets_and_special_offsets():
+    assert token_char_ids("ab cd", torch.tensor([[0, 0], [3, 5], [0, 0]]), 128, VOCAB) == [[], [99, 100], []]
+
+
+def test_offsets_with_leading_space_resolve_to_the_word():
+    # SentencePiece tokenizers may count the preceding space into a token.
+    assert chars(token_char_ids("hi John", [(2, 7)], 128, VOCAB)[0]) == "John"
+    assert token_char_ids("a   b", [(1, 3)], 128, VOCAB) == [[]]
+
+
+def test_words_of_64_chars_are_seen_whole_with_default_width():
+    iban = "DE" + "0123456789" * 6 + "12"  # 64 characters
+    text = f"IBAN: {iban}."
+    per_token = token_char_ids(text, [(6, 8), (66, 70)], CONFIG.max_word_chars, VOCAB)
+    assert chars(per_token[0]) == chars(per_token[1]) == iban + "."
+
+
+@pytest.mark.parametrize("position", [0, 9, 57, 150, 290, 299])
+def test_long_word_window_is_centred_on_the_token(position):
+    # Every character of the 300-char word is distinct, so the ids tell where the window sits.
+    word = "".join(chr(0x100 + i) for i in range(300))
+    text = "x " + word + " y"
+    start = 2 + position
+    ids = token_char_ids(text, [(start, start + 1)], 20, 4096)[0]
+    assert ids == [ord(c) for c in text[ids[0] - 0x100 + 2:][:20]]
+    window_start = 2 + ids[0] - 0x100
+    assert window_start <= start < window_start + 20
+    assert 2 <= window_start <= 2 + len(word) - 20
+    if 10 <= position <= 290:
+        assert window_start == start - 10  # centred, not merely containing the token
+
+
+# pad_char_ids --------------------------------------------------------------------------------------------------
+
+
+def test_pad_char_ids_shapes_and_values():
+    batch = [[[], [5, 6, 7]], [[1]]]
+    out = pad_char_ids(batch)
+    assert out.dtype == torch.long and out.shape == (2, 2, 3)
+    assert out.tolist() == [[[0, 0, 0], [5, 6, 7]], [[1, 0, 0], [0, 0, 0]]]
+    assert pad_char_ids(batch, seq_len=4, min_chars=5).shape == (2, 4, 5)
+    assert pad_char_ids([[[], []]], min_chars=3).tolist() == [[[0, 0, 0], [0, 0, 0]]]
+
+
+def test_pad_char_ids_rejects_short_seq_len():
+    with pytest.raises(ValueError, match="seq_len"):
+        pad_char_ids([[[1], [2], [3]]], seq_len=2)
+
+
+# encode_texts --------------------------------------------------------------------------------------------------
+
+
+def test_encode_texts_adds_char_ids_matching_token_char_ids(tiny_tokenizer):
+    texts = ["Call (John) at john@x.com.", "SSN:123-45-6789"]
+    enc = encode_texts(tiny_tokenizer, texts, CONFIG)
+    assert set(enc) >= {"input_ids", "attention_mask", "offset_mapping", "overflow_to_sample_mapping", "char_ids"}
+    windows, seq_len = enc["input_ids"].shape
+    assert windows == 2 and enc["char_ids"].shape[:2] == (2, seq_len)
+    assert enc["char_ids"].shape[2] >= max(CONFIG.char_kernel_sizes)
+    for w, text in enumerate(texts):
+        expected = pad_char_ids([token_char_ids(text, enc["offset_mapping"][w], 128, VOCAB)], seq_len=seq_len)
+        width = expected.shape[2]
+        assert torch.equal(enc["char_ids"][w, :, :width], expected[0])
+        assert not enc["char_ids"][w, :, width:].any()
+
+
+@pytest.mark.parametrize("text", ["", " ", "\t\n  \n"])
+def test_empty_and_whitespace_texts_encode(tiny_tokenizer, text):
+    enc = encode_texts(tiny_tokenizer, [text, "john"], CONFIG)
+    assert enc["input_ids"].shape[0] == 2
+    assert not enc["char_ids"][0].any()
+
+
+def test_long_text_becomes_overlapping_windows_that_cover_every_token(tiny_tokenizer):
+    text = " ".join(f"w{i % 10} john" for i in range(300))
+    full = tiny_tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)["offset_mapping"]
+    enc = encode_texts(tiny_tokenizer, [text], CONFIG, max_length=32, stride=8)
+    assert enc["input_ids"].shape[1] <= 32
+    assert enc["overflow_to_sample_mapping"].tolist() == [0] * enc["input_ids"].shape[0]
+    covered = {tuple(o) for window in enc["offset_mapping"].tolist() for o in window if o[1] > o[0]}
+    assert covered == {tuple(o) for o in full}
+    first, second = ({tuple(o) for o in w if o[1] > o[0]} for w in enc["offset_mapping"][:2].tolist())
+    assert len(first & second) == 8
+
+
+def test_default_window_length(tiny_tokenizer, tiny_encoder_config):
+    config = PiiNerConfig(encoder_config=tiny_encoder_config)
+    assert default_max_length(tiny_tokenizer, config) == 64  # tokenizer limit < 128 positions < 512
+    tiny_tokenizer_long = type(tiny_tokenizer)(tokenizer_object=tiny_tokenizer.backend_tokenizer,
+                                               model_max_length=int(1e30))
+    assert default_max_length(tiny_tokenizer_long, config) == 128
+
+
+def test_return_lists(tiny_tokenizer):
+    enc = encode_texts(tiny_tokenizer, "john smith", CONFIG, return_tensors=None)
+    assert isinstance(enc["char_ids"], list)
+    assert [chars(ids) for ids in enc["char_ids"][0]] == ["", "john", "smith", ""]
+
+
+@pytest.mark.parametrize(
+    "bad, name",
+    [(None, "NoneType"), (b"bytes", "bytes"), (3, "int"), ([["nested"]], "list"), (["ok", None], "NoneType")],
+)
+def test_bad_inputs_raise_type_error_naming_them(tiny_tokenizer, bad, name):
+    with pytest.raises(TypeError, match=name):
+        encode_texts(tiny_tokenizer, bad, CONFIG)
+
+
+def test_empty_list_and_bad_stride_raise_value_error(tiny_tokenizer):
+    with pytest.raises(ValueError, match="empty"):
+        encode_texts(tiny_tokenizer, [], CONFIG)
+    with pytest.raises(ValueError, match="stride"):
+        encode_texts(tiny_tokenizer, "john", CONFIG, max_length=16, stride=14)
+    with pytest.raises(ValueError, match="max_length"):
+        encode_texts(tiny_tokenizer, "john", CONFIG, max_length=2)
+
+
+def test_slow_tokenizer_is_rejected(tmp_path):
+    from transformers.models.bert.tokenization_bert_legacy import BertTokenizerLegacy
+
+    (tmp_path / "vocab.txt").write_text("\n".join(TINY_VOCAB))
+    slow = BertTokenizerLegacy(str(tmp_path / "vocab.txt"))
+    with pytest.raises(ValueError, match="fast tokenizer"):
+        encode_texts(slow, "john", CONFIG)
+
+
+# merge_windows -------------------------------------------------------------------------------------------------
+
+
+def test_merge_keeps_the_most_central_prediction():
+    # Tokens at offsets 0..9, windows [0..5] and [3..9] with specials around them.
+    offsets = [(i, i + 1) for i in range(10)]
+    w1 = [(0, 0)] + offsets[0:6] + [(0, 0)]
+    w2 = [(0, 0)] + offsets[3:10] + [(0, 0)] + [(0, 0)]  # trailing padding
+    tags1 = [0] + [1] * 6 + [0]
+    tags2 = [0] + [2] * 7 + [0, 0]
+    merged_offsets, tags, scores = merge_windows(
+        [(w1, tags1, [0.5] * len(w1)), (w2, torch.tensor(tags2), torch.full((len(w2),), 0.9))]
+    )
+    assert merged_offsets == offsets
+    # Token 3: distance 3 in w1 (positions 0..5 -> min(3, 2) = 2) vs 0 in w2 -> w1. Token 4: 1 vs 1 -> first seen.
+    # Token 5: 0 in w1 vs 2 in w2 -> w2.
+    assert tags == [1, 1, 1, 1, 1, 2, 2, 2, 2, 2]
+    assert scores[:5] == [0.5] * 5 and scores[5:] == pytest.approx([0.9] * 5)
+
+
+def test_merge_keeps_tokens_sharing_offsets():
+    w = [(0, 0), (0, 1), (0, 1), (1, 2), (0, 0)]
+    merged, tags, _ = merge_windows([(w, [0, 3, 4, 4, 0], [1.0] * 5)])
+    assert merged == [(0, 1), (0, 1), (1, 2)] and tags == [3, 4, 4]
+
+
+# decode_entities -----------------------------------------------------------------------------------------------
+
+
+def decode(text, offsets, labels, scores=None):
+    ids = [LABEL2ID[label] for label in labels]
+    return decode_entities(text, offsets, ids, scores or [0.9] * len(ids), ID2LABEL, TIER_OF)
+
+
+def test_decode_builds_whole_entities_with_exact_offsets():
+    text = "Hi John Smith, mail j@x.io"
+    offsets = [(0, 0), (0, 2), (3, 7), (8, 13), (13, 14), (15, 19), (20, 26), (0, 0)]
+    labels = ["O", "O", "B-PERSON", "I-PERSON", "O", "O", "B-EMAIL", "O"]
+    entities = decode(text, offsets, labels, [1.0, 1.0, 0.8, 0.6, 1.0, 1.0, 0.7, 1.0])
+    assert entities == [
+        {"entity_group": "PERSON", "type": "PERSON", "tier": 2, "score": 0.6, "start": 3, "end": 13,
+         "word": "John Smith"},
+        {"entity_group": "EMAIL", "type": "EMAIL", "tier": 2, "score": 0.7, "start": 20, "end": 26, "word": "j@x.io"},
+    ]
+
+
+def test_decode_stray_inside_tag_starts_an_entity_and_type_change_splits():
+    text = "aa bb cc dd"
+    offsets = [(0, 2), (3, 5), (6, 8), (9, 11)]
+    got = decode(text, offsets, ["I-SSN", "I-SSN", "I-PIN", "B-PIN"])
+    assert [(e["type"], e["word"]) for e in got] == [("SSN", "aa bb"), ("PIN", "cc"), ("PIN", "dd")]
+    assert got[0]["tier"] == 1 and got[1]["tier"] == 4
+
+
+def test_decode_trims_whitespace_and_skips_special_tokens():
+    text = "x  John\t"
+    got = decode(text, [(0, 0), (1, 7), (7, 8), (0, 0)], ["O", "B-PERSON", "I-PERSON", "O"])
+    assert [(e["start"], e["end"], e["word"]) for e in got] == [(3, 7, "John")]
+    assert decode(text, [(1, 3)], ["B-PERSON"]) == []
+
+
+def test_decode_reads_labels_from_the_given_id2label():
+    id2label = {"0": "O", "1": "B-ZIP", "2": "I-ZIP"}  # JSON-style string keys, a label set of another checkpoint
+    got = decode_entities("at 90210", [(3, 8)], [1], [0.5], id2label, {"ZIP": 9})
+    assert got[0]["type"] == "ZIP" and got[0]["tier"] == 9
+    with pytest.raises(ValueError, match="tag id 7"):
+        decode_entities("at 90210", [(3, 8)], [7], [0.5], id2label, {})
+    with pytest.raises(ValueError, match="differ in length"):
+        decode_entities("at", [(0, 2)], [0, 0], [0.5], id2label, {})
+
+
+@pytest.mark.parametrize(
+    "text, gold",
+    [
+        ("(John", (1, 5, "PERSON")),
+        ("SSN:123-45-6789", (4, 15, "SSN")),
+        ("mail john@x.com.", (5, 15, "EMAIL")),
+        ("a\tjohn smith\nb", (2, 12, "PERSON")),
+        ("🙂 John 🙂", (2, 6, "PERSON")),
+        ("联系John电话", (2, 6, "PERSON")),
+        ("é John é", (2, 6, "PERSON")),
+    ],
+)
+def test_tokenizer_offsets_decode_to_exact_spans(tiny_tokenizer, text, gold):
+    enc = tiny_tokenizer(text, return_offsets_mapping=True)
+    offsets = [tuple(o) for o in enc["offset_mapping"]]
+    tags = tags_for_spans(offsets, [gold])
+    got = decode_entities(text, offsets, tags, [0.9] * len(tags), ID2LABEL, TIER_OF)
+    assert [(e["start"], e["end"], e["type"]) for e in got] == [gold]
+    assert got[0]["word"] == text[gold[0]:gold[1]]

@@ -1,0 +1,344 @@
+"""Text -> model inputs and model outputs -> entities for piiner.
+
+Ships with the weights: imports only torch, transformers and the standard library.
+
+The char CNN reads, for every subword token, the characters of the whole whitespace-delimited word the token comes
+from, taken from the original text (case and punctuation kept), so "(John" and "SSN:123-45-6789" keep the
+evidence the lower-casing subword tokenizer throws away. Long texts become overlapping token windows
+(``encode_texts``); ``merge_windows`` keeps each token's prediction from the window where it has the most context
+and ``decode_entities`` turns BIO tags back into exact character spans of the original text.
+"""
+
+import bisect
+import functools
+import itertools
+import re
+
+import torch
+
+
+# Ids kept for code points outside the direct range. Every code point maps somewhere, so no text can index past
+# the embedding (the reference crashed on ids >= 256).
+HASHED_CHAR_BUCKETS = 64
+# Knuth's multiplicative constant: spreads neighbouring code points (a CJK block, an emoji range) over the buckets.
+# Python's hash() is salted per process, so it would give a reloaded model different ids.
+_FIBONACCI_MULTIPLIER = 0x9E3779B1
+
+# str.isspace() and the regex \s agree on str patterns (both use Py_UNICODE_ISSPACE); tests check it.
+_WORD = re.compile(r"\S+")
+
+
+def encode_char(ch, char_vocab_size):
+    """Id of one character for the char embedding.
+
+    0 is padding. Code points 1 .. ``char_vocab_size - 65`` keep their own id; every other code point (NUL, CJK,
+    emoji, lone surrogates) is hashed deterministically into the last 64 ids.
+    """
+    if char_vocab_size <= HASHED_CHAR_BUCKETS + 1:
+        raise ValueError(
+            f"char_vocab_size={char_vocab_size} leaves no direct ids: it must exceed {HASHED_CHAR_BUCKETS + 1}"
+        )
+    code_point = ord(ch)
+    direct_ids = char_vocab_size - HASHED_CHAR_BUCKETS
+    if 0 < code_point < direct_ids:
+        return code_point
+    bucket = ((code_point * _FIBONACCI_MULTIPLIER) & 0xFFFFFFFF) >> (32 - 6)  # top 6 bits: 0..63
+    return direct_ids + bucket
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _encode_word(word, char_vocab_size):
+    return tuple(encode_char(ch, char_vocab_size) for ch in word)
+
+
+class _WordIndex:
+    """The whitespace-delimited words of one text, to find the word under any character in O(log n)."""
+
+    def __init__(self, text):
+        self.text = text
+        spans = [m.span() for m in _WORD.finditer(text)]
+        self.starts = [s for s, _ in spans]
+        self.ends = [e for _, e in spans]
+
+    def word_span(self, start, end):
+        """(word_start, word_end) covering the non-whitespace characters of text[start:end]; None if there are none."""
+        text = self.text
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start >= end:
+            return None
+        first = bisect.bisect_right(self.starts, start) - 1
+        last = bisect.bisect_right(self.starts, end - 1) - 1
+        return self.starts[first], self.ends[last]
+
+    def char_ids(self, start, end, max_word_chars, char_vocab_size):
+        span = self.word_span(start, end)
+        if span is None:
+            return []
+        word_start, word_end = span
+        if word_end - word_start > max_word_chars:
+            # Centre the window on the token so every token of a long IBAN or URL still reads its own characters.
+            centre = (start + end) // 2
+            word_start = min(max(centre - max_word_chars // 2, word_start), word_end - max_word_chars)
+            word_end = word_start + max_word_chars
+        return list(_encode_word(self.text[word_start:word_end], char_vocab_size))
+
+
+def _as_offset_pairs(offsets):
+    if isinstance(offsets, torch.Tensor):
+        offsets = offsets.tolist()
+    return [(int(s), int(e)) for s, e in offsets]
+
+
+def _token_char_ids(words, offsets, max_word_chars, char_vocab_size):
+    return [
+        words.char_ids(s, e, max_word_chars, char_vocab_size) if e > s else []
+        for s, e in _as_offset_pairs(offsets)
+    ]
+
+
+def token_char_ids(text, offsets, max_word_chars, char_vocab_size):
+    """Per token, the char ids of the whole whitespace word it comes from.
+
+    Args:
+        text (`str`): the original text the offsets point into.
+        offsets (list of `(start, end)` or a `(T, 2)` tensor): char offsets of each token; `(0, 0)` marks a special
+            or padding token, which gets `[]`.
+        max_word_chars (`int`): a longer word is seen through a window of this size centred on the token.
+        char_vocab_size (`int`): size of the char embedding (see `encode_char`).
+    """
+    return _token_char_ids(_WordIndex(text), offsets, max_word_chars, char_vocab_size)
+
+
+def pad_char_ids(batch, seq_len=None, min_chars=1):
+    """Pad per-token char ids to a LongTensor (B, T, C).
+
+    T is `seq_len` (default: the longest sequence), C the longest word in the batch, at least `min_chars` (pass the
+    widest char kernel so a batch of one-letter words still fits the convolutions). Padding is 0.
+    """
+    longest_seq = max((len(seq) for seq in batch), default=0)
+    if seq_len is None:
+        seq_len = longest_seq
+    elif seq_len < longest_seq:
+        raise ValueError(f"seq_len={seq_len} is shorter than the longest sequence in the batch ({longest_seq})")
+    rows = [list(seq) + [[]] * (seq_len - len(seq)) for seq in batch]
+    flat_rows = list(itertools.chain.from_iterable(rows))
+    lengths = torch.tensor([len(r) for r in flat_rows], dtype=torch.long)
+    width = max(int(lengths.max()) if len(flat_rows) else 0, min_chars)
+    out = torch.zeros(len(batch) * seq_len, width, dtype=torch.long)
+    if len(flat_rows) and int(lengths.sum()):
+        # One scatter instead of a Python loop over B*T rows.
+        values = torch.tensor(list(itertools.chain.from_iterable(flat_rows)), dtype=torch.long)
+        row_idx = torch.repeat_interleave(torch.arange(len(flat_rows)), lengths)
+        row_start = torch.cumsum(lengths, 0) - lengths
+        col_idx = torch.arange(len(values)) - torch.repeat_interleave(row_start, lengths)
+        out[row_idx, col_idx] = values
+    return out.view(len(batch), seq_len, width)
+
+
+def _check_texts(texts):
+    if isinstance(texts, str):
+        return [texts]
+    if not isinstance(texts, (list, tuple)):
+        raise TypeError(f"texts must be a str or a list of str, got {type(texts).__name__}")
+    if not texts:
+        raise ValueError("texts is empty: nothing to encode")
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
+    return list(texts)
+
+
+def default_max_length(tokenizer, config):
+    """Tokens per window: the least of the tokenizer's limit, the encoder's position table and 512."""
+    limits = [512, tokenizer.model_max_length or 512]
+    encoder_config = getattr(config, "encoder_config", None)
+    max_positions = getattr(encoder_config, "max_position_embeddings", None)
+    if max_positions:
+        limits.append(max_positions)
+    return int(min(limits))
+
+
+def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_tensors="pt"):
+    """Tokenize texts for piiner: windows, offsets and char ids.
+
+    A text longer than `max_length` tokens becomes overlapping windows (`stride` tokens shared by neighbours), so
+    nothing is cut; `overflow_to_sample_mapping` says which text each window belongs to.
+
+    Args:
+        tokenizer: a fast (Rust) tokenizer: the offsets it returns are what maps predictions back to the text.
+        texts (`str` or `list[str]`): the texts, as they are (no normalisation; offsets point into them).
+        config: the model config (`PiiNerConfig`): `max_word_chars`, `char_vocab_size`, `char_kernel_sizes`
+            and the encoder's `max_position_embeddings` are read from it.
+        max_length (`int`, *optional*): tokens per window, special tokens included (default: `default_max_length`).
+        stride (`int`, *optional*): tokens shared by consecutive windows (default: a quarter of `max_length`).
+        return_tensors (`"pt"` or `None`): tensors padded to the longest window, or plain lists.
+
+    Returns:
+        The tokenizer's `BatchEncoding` (input_ids, attention_mask, token_type_ids when the tokenizer makes them,
+        offset_mapping, overflow_to_sample_mapping) plus `char_ids`: (windows, T, C) when tensors, else nested lists.
+    """
+    texts = _check_texts(texts)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(
+            f"{type(tokenizer).__name__} is a slow tokenizer: piiner needs a fast tokenizer (token offsets into the "
+            "text). Load it with AutoTokenizer.from_pretrained(..., use_fast=True)."
+        )
+    if return_tensors not in ("pt", None):
+        raise ValueError(f"return_tensors must be 'pt' or None, got {return_tensors!r}")
+    if max_length is None:
+        max_length = default_max_length(tokenizer, config)
+    room = max_length - tokenizer.num_special_tokens_to_add(pair=False)
+    if room < 1:
+        raise ValueError(f"max_length={max_length} leaves no room for text tokens after the special tokens")
+    if stride is None:
+        stride = min(max_length // 4, room - 1)
+    if not 0 <= stride < room:
+        raise ValueError(
+            f"stride={stride} must be >= 0 and < {room} (max_length={max_length} minus the special tokens), "
+            "or consecutive windows would not advance"
+        )
+    encoding = tokenizer(
+        texts,
+        truncation=True,
+        max_length=max_length,
+        stride=stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding="longest" if return_tensors else False,
+        return_tensors=return_tensors,
+    )
+    words = [_WordIndex(text) for text in texts]
+    windows = encoding["overflow_to_sample_mapping"]
+    if isinstance(windows, torch.Tensor):
+        windows = windows.tolist()
+    char_ids = [
+        _token_char_ids(words[sample], offsets, config.max_word_chars, config.char_vocab_size)
+        for sample, offsets in zip(windows, encoding["offset_mapping"])
+    ]
+    if return_tensors == "pt":
+        min_chars = max(getattr(config, "char_kernel_sizes", None) or [1])
+        char_ids = pad_char_ids(char_ids, seq_len=encoding["input_ids"].shape[1], min_chars=min_chars)
+    encoding["char_ids"] = char_ids
+    return encoding
+
+
+def merge_windows(windows):
+    """Merge the predictions of overlapping windows of one text into one prediction per token.
+
+    Args:
+        windows: iterable of `(offsets, tag_ids, tag_scores)`, one per window, offsets as in `token_char_ids`
+            (special and padding tokens have `start == end` and are ignored).
+
+    Returns:
+        `(offsets, tag_ids, tag_scores)` over the text's tokens in text order. Each token keeps the prediction of
+        the window where it is farthest from a window edge, where the model saw the most context on both sides.
+        Tokens are matched across windows by their offsets (plus their rank among tokens sharing those offsets).
+    """
+    best = {}
+    for offsets, tag_ids, tag_scores in windows:
+        offsets = _as_offset_pairs(offsets)
+        tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else list(tag_ids)
+        tag_scores = tag_scores.tolist() if isinstance(tag_scores, torch.Tensor) else list(tag_scores)
+        real = [i for i, (s, e) in enumerate(offsets) if e > s]
+        seen = {}
+        for k, i in enumerate(real):
+            rank = seen[offsets[i]] = seen.get(offsets[i], -1) + 1
+            key = (*offsets[i], rank)
+            distance = min(k, len(real) - 1 - k)
+            if key not in best or distance > best[key][0]:
+                best[key] = (distance, tag_ids[i], tag_scores[i])
+    keys = sorted(best)
+    return (
+        [(s, e) for s, e, _ in keys],
+        [best[k][1] for k in keys],
+        [best[k][2] for k in keys],
+    )
+
+
+def _label_of(tag_id, id2label):
+    label = id2label.get(tag_id, id2label.get(str(tag_id)))
+    if label is None:
+        raise ValueError(f"tag id {tag_id} is not in the model's id2label ({len(id2label)} labels)")
+    if label == "O":
+        return "O", None
+    prefix, _, entity_type = label.partition("-")
+    if prefix not in ("B", "I") or not entity_type:
+        raise ValueError(f"label {label!r} (id {tag_id}) is not a BIO label")
+    return prefix, entity_type
+
+
+def _entity(text, start, end, entity_type, scores, type_to_tier):
+    # Some tokenizers (SentencePiece) count the preceding space as part of a token: an entity never starts or
+    # ends with whitespace.
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start >= end:
+        return None
+    return {
+        "entity_group": entity_type,
+        "type": entity_type,
+        "tier": type_to_tier.get(entity_type),
+        "score": float(min(scores)),
+        "start": start,
+        "end": end,
+        "word": text[start:end],
+    }
+
+
+def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
+    """BIO tags over tokens -> whole entities with exact character offsets into `text`.
+
+    An entity runs from the start of its B- token (or of a stray I- token, which starts a new entity rather than
+    being dropped) to the end of the last following I- token of the same type; `word == text[start:end]`.
+    Special and padding tokens (`start == end`) are skipped. The entity's `score` is the *minimum* of its tokens'
+    confidences: an entity is no more certain than its least certain token, and for CRF marginals the minimum
+    bounds the probability that the whole span is right.
+
+    Returns:
+        list of dicts `{entity_group, type, tier, score, start, end, word}` in text order (`entity_group` repeats
+        `type` for code written against the stock token-classification pipeline).
+    """
+    offsets = _as_offset_pairs(offsets)
+    tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else list(tag_ids)
+    tag_scores = tag_scores.tolist() if isinstance(tag_scores, torch.Tensor) else list(tag_scores)
+    if not len(offsets) == len(tag_ids) == len(tag_scores):
+        raise ValueError(
+            f"offsets, tag_ids and tag_scores differ in length: {len(offsets)}, {len(tag_ids)}, {len(tag_scores)}"
+        )
+    entities = []
+    current = None  # [type, start, end, scores]
+
+    def close():
+        if current is not None:
+            entity = _entity(text, current[1], current[2], current[0], current[3], type_to_tier)
+            if entity is not None:
+                entities.append(entity)
+
+    for (start, end), tag_id, score in zip(offsets, tag_ids, tag_scores):
+        if end <= start:
+            continue
+        prefix, entity_type = _label_of(int(tag_id), id2label)
+        if prefix == "I" and current is not None and current[0] == entity_type:
+            current[2] = end
+            current[3].append(score)
+            continue
+        close()
+        current = None if prefix == "O" else [entity_type, start, end, [score]]
+    close()
+    return entities
+
+
+__all__ = [
+    "encode_char",
+    "token_char_ids",
+    "pad_char_ids",
+    "default_max_length",
+    "encode_texts",
+    "merge_windows",
+    "decode_entities",
+]
