@@ -1,0 +1,136 @@
+"""Surrogates: each keeps the format a reader relies on, is consistent under one key, and never equals the
+original."""
+
+import datetime
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deid.surrogates import SurrogateGenerator, iban_valid, luhn_check_digit, luhn_valid
+from pii_schema import PII_TYPES
+
+KEY = b"test key"
+
+
+@pytest.fixture(scope="module")
+def gen():
+    return SurrogateGenerator(KEY)
+
+
+def shape(value):
+    """The character-class skeleton: digits -> 9, letters -> a/A, the rest as is."""
+    return re.sub(r"[a-z]", "a", re.sub(r"[A-Z]", "A", re.sub(r"\d", "9", value)))
+
+
+def test_luhn_helpers_agree_with_known_numbers():
+    assert luhn_valid("4111 1111 1111 1111") and luhn_valid("79927398713")
+    assert not luhn_valid("4111 1111 1111 1112")
+    assert luhn_check_digit("7992739871") == "3"
+    assert iban_valid("DE89 3704 0044 0532 0130 00") and iban_valid("GB82WEST12345698765432")
+    assert not iban_valid("DE88 3704 0044 0532 0130 00")
+
+
+@pytest.mark.parametrize("value", ["123-45-6789", "123 45 6789", "123456789"])
+def test_ssn_keeps_layout_and_has_an_issuable_area(gen, value):
+    fake = gen(value, "SSN")
+    assert shape(fake) == shape(value) and fake != value
+    digits = re.sub(r"\D", "", fake)
+    area, group, serial = int(digits[:3]), int(digits[3:5]), int(digits[5:])
+    assert 1 <= area < 900 and area != 666 and group > 0 and serial > 0
+
+
+@pytest.mark.parametrize("value", ["4111 1111 1111 1111", "5500-0000-0000-0004", "378282246310005", "6011000990139424"])
+def test_card_is_luhn_valid_with_same_grouping_length_and_brand(gen, value):
+    fake = gen(value, "CREDIT_CARD")
+    assert luhn_valid(fake) and shape(fake) == shape(value)
+    assert fake[0] == value[0] and fake != value
+
+
+@pytest.mark.parametrize("value", ["DE89 3704 0044 0532 0130 00", "GB82WEST12345698765432", "FR1420041010050500013M02606"])
+def test_iban_is_mod97_valid_with_same_country_length_and_grouping(gen, value):
+    fake = gen(value, "IBAN")
+    assert iban_valid(fake) and fake[:2] == value[:2] and shape(fake) == shape(value) and fake != value
+
+
+@pytest.mark.parametrize("value", ["(415) 555-0123", "+44 20 7946 0958", "415.555.0123", "+1-415-555-0123"])
+def test_phone_keeps_separators_and_country_code(gen, value):
+    fake = gen(value, "PHONE")
+    assert shape(fake) == shape(value) and fake != value
+    if value.startswith("+"):
+        assert fake.split()[0].split("-")[0] == value.split()[0].split("-")[0]
+
+
+@pytest.mark.parametrize("value", ["john.smith@example.com", "J.Smith42@mail.example.co.uk", "x@y.org"])
+def test_email_keeps_shape(gen, value):
+    fake = gen(value, "EMAIL")
+    local, _, domain = fake.rpartition("@")
+    orig_local, _, orig_domain = value.rpartition("@")
+    assert local and domain and fake != value
+    assert re.sub(r"[^.@_+-]", "", local) == re.sub(r"[^.@_+-]", "", orig_local)  # separators kept
+    assert domain.split(".")[-1] == orig_domain.split(".")[-1]  # top-level domain kept
+    assert re.search(r"\d\d", local) if "42" in value else True
+
+
+@pytest.mark.parametrize("value", ["John Smith", "JOHN SMITH", "Dr. Jane Q. Doe", "Smith"])
+def test_person_is_a_plausible_name_with_same_word_count_and_case(gen, value):
+    fake = gen(value, "PERSON")
+    assert len(fake.split()) == len(value.split()) and fake.casefold() != value.casefold()
+    assert all(re.fullmatch(r"[A-Za-z.'-]+", w) for w in fake.split())
+    if value.isupper():
+        assert fake.isupper()
+    if value.startswith("Dr. "):
+        assert fake.startswith("Dr. ") and re.fullmatch(r"[A-Z]\.", fake.split()[2])
+
+
+@pytest.mark.parametrize(
+    "value, fmt",
+    [("2021-03-05", "%Y-%m-%d"), ("12/31/1999", "%m/%d/%Y"), ("31.12.1999", "%d.%m.%Y"), ("March 05, 2021", "%B %d, %Y"),
+     ("5 Sep 1989", "%d %b %Y")],
+)
+def test_date_keeps_format_and_is_a_real_date(gen, value, fmt):
+    fake = gen(value, "DATE_OF_BIRTH")
+    datetime.datetime.strptime(fake, fmt)  # raises if the format or the date is not kept
+    assert fake != value
+
+
+def test_ambiguous_numeric_date_stays_valid_in_both_readings(gen):
+    for value in ["03/04/2021", "01/02/2003", "11/12/1990"]:
+        fake = gen(value, "DATE")
+        first, second, _ = map(int, fake.split("/"))
+        assert first <= 12 and second <= 12
+
+
+@pytest.mark.parametrize("value", ["AB-123-cd", "MRN 0048213", "é7", "ZX9"])
+def test_generic_fallback_preserves_character_classes(gen, value):
+    fake = gen(value, "LICENSE_PLATE")
+    assert len(fake) == len(value) and fake != value
+    for a, b in zip(value, fake):
+        assert a.isdigit() == b.isdigit() and a.isupper() == b.isupper() and a.islower() == b.islower()
+        if not a.isalnum():
+            assert a == b
+
+
+def test_same_value_same_surrogate_under_one_key_and_different_under_another():
+    a, b, other = SurrogateGenerator(KEY), SurrogateGenerator(KEY), SurrogateGenerator(b"another key")
+    values = [("123-45-6789", "SSN"), ("John Smith", "PERSON"), ("a@b.com", "EMAIL")]
+    assert [a(v, t) for v, t in values] == [b(v, t) for v, t in values]
+    assert [a(v, t) for v, t in values] != [other(v, t) for v, t in values]
+
+
+@pytest.mark.parametrize("pii_type", PII_TYPES)
+def test_never_equal_to_the_original_even_for_one_character(gen, pii_type):
+    for value in ["7", "a", "Z", "-", ".", " x", "é", "0", "female", "1999", "\x00", "\ud800"]:
+        fake = gen(value, pii_type)
+        assert fake.casefold() != value.casefold() and fake, (value, fake)
+
+
+ARBITRARY_GEN = SurrogateGenerator(KEY)
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=st.text(min_size=1, max_size=30), pii_type=st.sampled_from(PII_TYPES))
+def test_never_equal_on_arbitrary_unicode(value, pii_type):
+    fake = ARBITRARY_GEN(value, pii_type)
+    assert isinstance(fake, str) and fake.casefold() != value.casefold()
