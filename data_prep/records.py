@@ -1,0 +1,183 @@
+"""The unified record and the rules every span passes before it reaches a split.
+
+A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "group"}``: character offsets into
+``text``, end-exclusive, canonical type names from ``piiner.pii_schema``, spans sorted and non-overlapping.
+``group`` names the template or source document a record came from; splits are drawn by group so no template
+or document is on both sides of a split.
+
+``clean_record`` applies, in this order (each step counted in the audit under the record's source):
+
+1. Range: a span must satisfy ``0 <= start < end <= len(text)`` with integer offsets, else it is rejected.
+2. Value: when the source gives the span's surface value and ``text[start:end]`` differs, the span moves to the
+   value's occurrence if the value occurs exactly once in the text ("repaired_offset"); otherwise it is rejected
+   ("value_mismatch"). Guessing between several occurrences would label the wrong one.
+3. Whitespace: leading and trailing whitespace inside a span is trimmed ("trimmed_whitespace"); a span that is
+   all whitespace is rejected.
+4. Overlap: spans are visited by start; a span overlapping an already kept one loses if it is shorter, or, at
+   equal length, if its type is less sensitive (higher tier number); identical spans count as "duplicate_span".
+   The longer span usually carries the whole entity ("John Smith" over "Smith").
+5. Merge: PERSON spans separated only by spaces (or nothing) become one PERSON span: first+last name parts.
+   Address parts become one STREET_ADDRESS: a chain of STREET_ADDRESS and LOCATION spans joined by gaps of at
+   most four characters of spaces, commas, tabs or single line breaks is one postal address when the chain has
+   at least one STREET_ADDRESS span ("12 Main St" + ", " + "Springfield" + ", " + "IL" + " " + "62704"). A city,
+   state or country that is not next to a street part stays LOCATION.
+"""
+
+import re
+
+from piiner.pii_schema import PII_TYPES, TIER_OF
+
+_PII_TYPE_SET = frozenset(PII_TYPES)
+_ADDRESS_GAP = re.compile(r"[ \t\n,]{0,4}")
+_NAME_GAP = re.compile(r" *")
+
+
+class SpanError(ValueError):
+    """A span that cannot be placed on its text."""
+
+
+def _as_offset(value):
+    if isinstance(value, bool):
+        raise SpanError("offset is a bool")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise SpanError(f"offset {value!r} is not an integer")
+
+
+def place_span(text, start, end, value, audit, source):
+    """Return validated (start, end) for one span or None when it is rejected (counted)."""
+    try:
+        start, end = _as_offset(start), _as_offset(end)
+    except SpanError:
+        audit.reject(source, "bad_offset_type")
+        return None
+    if not (0 <= start < end <= len(text)):
+        audit.reject(source, "empty_span" if start == end else "out_of_range")
+        return None
+    if value is not None and text[start:end] != value:
+        if value and text.count(value) == 1:
+            start = text.index(value)
+            end = start + len(value)
+            audit.note(source, "repaired_offset")
+        else:
+            audit.reject(source, "value_mismatch")
+            return None
+    stripped_start, stripped_end = start, end
+    while stripped_start < stripped_end and text[stripped_start].isspace():
+        stripped_start += 1
+    while stripped_end > stripped_start and text[stripped_end - 1].isspace():
+        stripped_end -= 1
+    if stripped_start == stripped_end:
+        audit.reject(source, "whitespace_span")
+        return None
+    if (stripped_start, stripped_end) != (start, end):
+        audit.note(source, "trimmed_whitespace")
+    return stripped_start, stripped_end
+
+
+def _sensitivity(label):
+    return -TIER_OF[label]
+
+
+def resolve_overlaps(spans, audit, source):
+    """Keep a non-overlapping subset of ``spans`` (dicts), by the rule in the module docstring."""
+    ordered = sorted(spans, key=lambda s: (s["start"], -(s["end"] - s["start"]), TIER_OF[s["label"]]))
+    kept = []
+    for span in ordered:
+        if kept and span["start"] < kept[-1]["end"]:
+            previous = kept[-1]
+            if (span["start"], span["end"]) == (previous["start"], previous["end"]):
+                audit.reject(source, "duplicate_span" if span["label"] == previous["label"] else "overlap_dropped")
+                continue
+            span_key = (span["end"] - span["start"], _sensitivity(span["label"]))
+            previous_key = (previous["end"] - previous["start"], _sensitivity(previous["label"]))
+            audit.reject(source, "overlap_dropped")
+            if span_key > previous_key:
+                # Safe: every kept span before ``previous`` ends at or before ``previous`` starts.
+                kept[-1] = span
+            continue
+        kept.append(span)
+    return kept
+
+
+def merge_parts(text, spans):
+    """Merge name parts into PERSON and address parts into STREET_ADDRESS (sorted, non-overlapping input)."""
+    merged = []
+    for span in spans:
+        if merged:
+            previous = merged[-1]
+            gap = text[previous["end"]:span["start"]]
+            if previous["label"] == span["label"] == "PERSON" and _NAME_GAP.fullmatch(gap):
+                merged[-1] = {**previous, "end": span["end"]}
+                continue
+        merged.append(dict(span))
+
+    out = []
+    i = 0
+    while i < len(merged):
+        j = i
+        if merged[i]["label"] in ("STREET_ADDRESS", "LOCATION"):
+            while (
+                j + 1 < len(merged)
+                and merged[j + 1]["label"] in ("STREET_ADDRESS", "LOCATION")
+                and _ADDRESS_GAP.fullmatch(text[merged[j]["end"]:merged[j + 1]["start"]])
+                and "\n\n" not in text[merged[j]["end"]:merged[j + 1]["start"]]
+            ):
+                j += 1
+        chain = merged[i:j + 1]
+        if j > i and any(s["label"] == "STREET_ADDRESS" for s in chain):
+            out.append({"start": chain[0]["start"], "end": chain[-1]["end"], "label": "STREET_ADDRESS"})
+        else:
+            out.extend(chain)
+        i = j + 1
+    return out
+
+
+def clean_record(record, audit):
+    """Validate one raw record from an adapter; return the unified record or None (the reason is counted).
+
+    ``record`` holds id, source, text, group, split and ``spans``: dicts with start, end, label (canonical type)
+    and optionally ``value`` (the surface string the source claims is at start:end).
+    """
+    source = record["source"]
+    text = record.get("text")
+    if not isinstance(text, str) or not text.strip():
+        audit.reject_record(source, "empty_text")
+        return None
+    spans = []
+    for raw in record.get("spans") or ():
+        label = raw.get("label")
+        if label not in _PII_TYPE_SET:
+            raise ValueError(f"adapter for {source!r} produced non-canonical label {label!r}")
+        placed = place_span(text, raw.get("start"), raw.get("end"), raw.get("value"), audit, source)
+        if placed is not None:
+            spans.append({"start": placed[0], "end": placed[1], "label": label})
+    spans = merge_parts(text, resolve_overlaps(spans, audit, source))
+    out = {
+        "id": str(record["id"]),
+        "source": source,
+        "text": text,
+        "spans": spans,
+        "group": str(record.get("group") or record["id"]),
+        "split": record["split"],
+    }
+    return out
+
+
+def check_record(record):
+    """Raise ValueError when a unified record breaks an invariant (used by tests and the builder's final pass)."""
+    text = record["text"]
+    previous_end = 0
+    for span in record["spans"]:
+        start, end, label = span["start"], span["end"], span["label"]
+        if label not in _PII_TYPE_SET:
+            raise ValueError(f"{record['id']}: unknown label {label!r}")
+        if not (previous_end <= start < end <= len(text)):
+            raise ValueError(f"{record['id']}: span {span} out of order, empty or out of range")
+        if text[start].isspace() or text[end - 1].isspace():
+            raise ValueError(f"{record['id']}: span {span} has surrounding whitespace")
+        previous_end = end

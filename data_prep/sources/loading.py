@@ -1,0 +1,149 @@
+"""Reading a source's rows from the Hub or from a local copy, and the helpers every adapter shares."""
+
+import ast
+import json
+import os
+
+SPLIT_NAMES = ("train", "validation", "test")
+
+
+class SourceUnavailable(RuntimeError):
+    """A source can be read neither from the Hub nor from a local path."""
+
+
+def _split_of_filename(path):
+    name = os.path.basename(path).lower()
+    if "test" in name:
+        return "test"
+    if "valid" in name or "dev" in name or name.startswith("val"):
+        return "validation"
+    return "train"
+
+
+def _read_file(path):
+    lower = path.lower()
+    if lower.endswith(".jsonl"):
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    if lower.endswith(".json"):
+        with open(path, encoding="utf-8") as f:
+            content = f.read()
+        try:
+            data = json.loads(content)
+        except json.JSONDecodeError:
+            # JSON lines under a .json name, as many Hub exports are
+            return [json.loads(line) for line in content.splitlines() if line.strip()]
+        if isinstance(data, list):
+            return data
+        if isinstance(data, dict):
+            for key in ("data", "rows", "records"):
+                if isinstance(data.get(key), list):
+                    return data[key]
+            return [data]
+        raise SourceUnavailable(f"{path}: expected a JSON list of rows or JSON lines")
+    if lower.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    if lower.endswith(".arrow"):
+        import datasets
+
+        return datasets.Dataset.from_file(path).to_list()
+    raise SourceUnavailable(f"{path}: unsupported file type (use .jsonl, .json, .parquet or .arrow)")
+
+
+def _is_saved_dataset(path):
+    return any(os.path.exists(os.path.join(path, marker))
+               for marker in ("dataset_dict.json", "state.json", "dataset_info.json"))
+
+
+def read_local(path):
+    """{split: [row dict, ...]} from a file, a folder of files, or a ``save_to_disk`` folder."""
+    if not os.path.exists(path):
+        raise SourceUnavailable(f"local path {path!r} does not exist")
+    if os.path.isdir(path) and _is_saved_dataset(path):
+        import datasets
+
+        loaded = datasets.load_from_disk(path)
+        if isinstance(loaded, datasets.DatasetDict):
+            return {_split_of_filename(name): ds.to_list() for name, ds in loaded.items()}
+        return {"train": loaded.to_list()}
+    if os.path.isdir(path):
+        files = sorted(
+            os.path.join(root, name)
+            for root, _, names in os.walk(path)
+            for name in names
+            if name.lower().endswith((".jsonl", ".json", ".parquet", ".arrow")) and not name.startswith(".")
+            and name not in ("dataset_info.json", "state.json")
+        )
+        if not files:
+            raise SourceUnavailable(f"{path!r} holds no .jsonl/.json/.parquet/.arrow file")
+        out = {}
+        for file in files:
+            out.setdefault(_split_of_filename(file), []).extend(_read_file(file))
+        return out
+    return {_split_of_filename(path): _read_file(path)}
+
+
+def read_rows(source, hub_id, local_path=None, hub_config=None):
+    """{split: rows} for a source: the local path when given, else ``datasets.load_dataset(hub_id)``."""
+    if local_path:
+        return read_local(local_path)
+    hint = f"pass --from-dir {source}=PATH (a .jsonl/.json/.parquet/.arrow file or folder, or a save_to_disk folder)"
+    if os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise SourceUnavailable(f"source {source!r} needs the Hub dataset {hub_id!r} but the Hub is offline; {hint}")
+    import datasets
+
+    try:
+        loaded = datasets.load_dataset(hub_id, hub_config) if hub_config else datasets.load_dataset(hub_id)
+    except Exception as error:  # network, auth or gated-access failures all end here, with the cause kept
+        raise SourceUnavailable(f"source {source!r}: could not load {hub_id!r} from the Hub ({error}); {hint}") from error
+    return {_split_of_filename(name): ds for name, ds in loaded.items()}
+
+
+def parse_list(value):
+    """A list from a real list, a JSON string or a Python-repr string (the Hub stores all three)."""
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if hasattr(value, "tolist"):
+        return list(value.tolist())
+    if isinstance(value, str):
+        value = value.strip()
+        if not value:
+            return []
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            try:
+                parsed = ast.literal_eval(value)
+            except (ValueError, SyntaxError) as error:
+                raise ValueError(f"not a list literal: {value[:60]!r}") from error
+        if isinstance(parsed, (list, tuple)):
+            return list(parsed)
+    raise ValueError(f"expected a list of spans, got {type(value).__name__}")
+
+
+ENGLISH = frozenset({"en", "eng", "english"})
+
+
+def is_english(row):
+    """True unless the row's language column names another language (rows without one are English)."""
+    language = row.get("language", row.get("lang"))
+    if language is None or language == "":
+        return True
+    code = str(language).strip().lower().replace("_", "-")
+    return code in ENGLISH or code.startswith("en-")
+
+
+def map_span(source, label, label_map, audit, normalize=lambda s: s):
+    """The canonical type for a source label, or None (counted: not PII by decision, or unknown label)."""
+    key = normalize(str(label))
+    if key in label_map:
+        canonical = label_map[key]
+        if canonical is None:
+            audit.note(source, f"not_pii_label:{key}")
+        return canonical
+    audit.note(source, f"unknown_label:{key}")
+    return None
