@@ -1,0 +1,78 @@
+"""The model card renders, its Hub metadata parses into a model-index, and the plot is written."""
+
+import json
+
+import pytest
+from huggingface_hub import ModelCard
+
+from conftest import tiny_bert_config
+from evaluation.metrics import span_metrics
+from evaluation.model_card import render_model_card, validate_card, write_model_card
+from piiner.configuration_piiner import PiiNerConfig
+
+
+def _report(gold, pred, **meta):
+    report = span_metrics(gold, pred)
+    report["meta"] = {"split": "test", "n_texts": len(gold), **meta}
+    return json.loads(json.dumps(report))  # as read back from the JSON file: tier keys become strings
+
+
+GOLD = [[(0, 4, "PERSON"), (10, 21, "SSN")], [(3, 9, "EMAIL")]]
+REPORTS = {
+    "synthetic test": _report(GOLD, [[(0, 4, "PERSON"), (10, 21, "SSN")], []], model="runs/q", source="synthetic",
+                              command="python evaluate_model.py --model runs/q --data data/q --source synthetic"),
+    "presidio-research held-out (Presidio)": _report(GOLD, [[(0, 4, "PERSON")], []], baseline="presidio",
+                                                     command="python evaluate_model.py --baseline presidio ..."),
+}
+
+
+@pytest.fixture(scope="module")
+def config():
+    return PiiNerConfig(encoder_config=tiny_bert_config())
+
+
+def test_card_metadata_parses_into_a_model_index_of_the_model_only(config):
+    content = render_model_card(config, REPORTS, data_sources=["synthetic", "presidio", "wnut17"],
+                                base_model="sentence-transformers/all-MiniLM-L6-v2", repo_id="acme/piiner-small",
+                                revision="0123abc")
+    card = ModelCard(content, ignore_metadata_errors=False)
+    data = card.data.to_dict()
+    assert (data["license"], data["language"], data["library_name"], data["pipeline_tag"]) == (
+        "apache-2.0", "en", "transformers", "token-classification")
+    assert data["base_model"] == "sentence-transformers/all-MiniLM-L6-v2" and data["datasets"] == ["leondz/wnut_17"]
+    results = {(r.dataset_name, r.metric_type): r.metric_value for r in card.data.eval_results}
+    # 2 of 3 gold spans found, no false positive: P 1, R 2/3, F1 0.8, F2 0.7143. The baseline is not in it.
+    assert results == {("synthetic test", "precision"): 1.0, ("synthetic test", "recall"): 0.6667,
+                       ("synthetic test", "f1"): 0.8, ("synthetic test", "f2"): 0.7143}
+    assert card.data.model_name == "piiner-small"
+    validate_card(content)
+
+
+def test_card_body_has_the_sections_a_user_needs(config):
+    content = render_model_card(config, REPORTS, data_sources=["presidio", {"name": "my corpus", "license": "MIT"}],
+                                base_model="sentence-transformers/all-MiniLM-L6-v2", repo_id="acme/piiner-small",
+                                revision="0123abc")
+    body = ModelCard(content).text
+    for needle in ("## Labels and tiers", "## Intended use and limits", "## Training data", "## Evaluation",
+                   "| 1 | 0.98 | SSN, CREDIT_CARD", "microsoft/presidio-research synthetic sentences | MIT",
+                   "my corpus | MIT", 'repo, revision = "acme/piiner-small", "0123abc"',
+                   "python evaluate_model.py --model runs/q --data data/q --source synthetic",
+                   "python evaluate_model.py --baseline presidio", "baseline: presidio", "piiner_metrics.png"):
+        assert needle in body, needle
+
+
+def test_unknown_data_source_needs_a_license(config):
+    with pytest.raises(ValueError, match="license"):
+        render_model_card(config, REPORTS, data_sources=["somewhere"], base_model="x/y")
+
+
+def test_validate_card_rejects_missing_license():
+    with pytest.raises(ValueError, match="license"):
+        validate_card("---\nlanguage: en\nlibrary_name: transformers\npipeline_tag: token-classification\n---\n# x\n")
+
+
+def test_write_model_card_writes_readme_card_and_plot(tmp_path, config):
+    content = write_model_card(tmp_path, config, REPORTS, data_sources=["synthetic"], base_model="x/y")
+    assert (tmp_path / "README.md").read_text() == content == (tmp_path / "model_card.md").read_text()
+    png = (tmp_path / "piiner_metrics.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
