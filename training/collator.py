@@ -1,0 +1,45 @@
+"""Batches of windows -> padded tensors, char ids included."""
+
+import torch
+
+from piiner.tokenization_utils import pad_char_ids
+
+from .features import IGNORE_INDEX
+
+
+class PiiNerCollator:
+    """Pads a list of windows (as ``build_features`` makes them) to the longest one in the batch.
+
+    input_ids get the tokenizer's pad id, attention_mask and token_type_ids 0, labels -100, char ids 0 (on a
+    (B, T, C) grid whose C is the longest word, at least the widest char kernel). Columns that are not model
+    inputs (offsets, example index) are left out.
+
+    Args:
+        pad_token_id (`int`): the tokenizer's padding id.
+        min_chars (`int`, defaults to 1): smallest char dimension; pass `max(config.char_kernel_sizes)`.
+        pad_to_multiple_of (`int`, *optional*): round the sequence length up (8 suits tensor cores).
+    """
+
+    def __init__(self, pad_token_id, min_chars=1, pad_to_multiple_of=None):
+        if pad_token_id is None:
+            raise ValueError("the tokenizer has no pad token: set tokenizer.pad_token before training")
+        self.pad_token_id = pad_token_id
+        self.min_chars = min_chars
+        self.pad_to_multiple_of = pad_to_multiple_of
+
+    def __call__(self, features):
+        if not features:
+            raise ValueError("cannot collate an empty batch")
+        seq_len = max(len(f["input_ids"]) for f in features)
+        if self.pad_to_multiple_of:
+            seq_len = -(-seq_len // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        pads = {"input_ids": self.pad_token_id, "attention_mask": 0, "token_type_ids": 0, "labels": IGNORE_INDEX}
+        batch = {}
+        for name, pad in pads.items():
+            if name not in features[0]:
+                continue
+            rows = [list(f[name]) for f in features]
+            batch[name] = torch.tensor([row + [pad] * (seq_len - len(row)) for row in rows], dtype=torch.long)
+        if "char_ids" in features[0]:
+            batch["char_ids"] = pad_char_ids([f["char_ids"] for f in features], seq_len=seq_len, min_chars=self.min_chars)
+        return batch

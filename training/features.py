@@ -1,0 +1,164 @@
+"""Unified records -> model windows with BIO labels and char ids.
+
+Labels come from the records' character spans and the tokens' character offsets, so they never depend on how a
+tokenizer splits words: every real token gets a label; the first token of a window that touches a span gets B-,
+the following ones I-; tokens touching no span get O; special tokens get -100. A text longer than one window
+becomes overlapping windows (``tokenization_utils.encode_texts``), never a cut text. A window that opens inside an
+entity labels its first entity token B-, because the BIO CRF forbids a sequence opening with I-.
+"""
+
+import bisect
+import hashlib
+import inspect
+
+from datasets.fingerprint import Hasher
+
+from piiner import tokenization_utils
+from piiner.pii_schema import TIER_OF
+from piiner.tokenization_utils import encode_texts
+
+IGNORE_INDEX = -100
+MODEL_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "char_ids", "labels")
+
+
+def align_labels(offsets, spans, label2id):
+    """BIO label ids of one window's tokens from character spans.
+
+    Args:
+        offsets: `(start, end)` per token into the original text; `start == end` marks a special token.
+        spans: the record's spans, dicts with start, end, label, sorted and non-overlapping.
+        label2id: the model's label map ("B-EMAIL" -> id).
+
+    Returns:
+        list of label ids, `IGNORE_INDEX` on special tokens.
+    """
+    starts = [span["start"] for span in spans]
+    labels = []
+    previous = None  # index of the span the previous real token belonged to
+    for start, end in offsets:
+        if end <= start:
+            labels.append(IGNORE_INDEX)
+            continue
+        # The last span starting before this token ends is the only candidate: spans do not overlap, and when a
+        # token straddles the end of one span and the start of the next, the one starting inside it wins.
+        j = bisect.bisect_left(starts, end) - 1
+        if j < 0 or spans[j]["end"] <= start:
+            labels.append(label2id["O"])
+            previous = None
+            continue
+        prefix = "I" if previous == j else "B"
+        labels.append(_label_id(label2id, f"{prefix}-{spans[j]['label']}"))
+        previous = j
+    return labels
+
+
+def _label_id(label2id, label):
+    try:
+        return label2id[label]
+    except KeyError:
+        raise ValueError(f"span label {label.split('-', 1)[1]!r} is not a type of the model's label map") from None
+
+
+def unreachable_spans(offsets_per_window, spans):
+    """Spans whose start or end falls inside a token: strict span matching can never score them."""
+    starts, ends = set(), set()
+    for offsets in offsets_per_window:
+        for start, end in offsets:
+            if end > start:
+                starts.add(start)
+                ends.add(end)
+    return sum(1 for span in spans if span["start"] not in starts or span["end"] not in ends)
+
+
+def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
+    encoding = encode_texts(tokenizer, batch["text"], config, max_length=max_length, stride=stride, return_tensors=None)
+    samples = encoding["overflow_to_sample_mapping"]
+    features = {name: encoding[name] for name in ("input_ids", "attention_mask", "token_type_ids") if name in encoding}
+    features["char_ids"] = encoding["char_ids"]
+    features["offset_mapping"] = [[list(pair) for pair in offsets] for offsets in encoding["offset_mapping"]]
+    features["example_index"] = [indices[s] for s in samples]
+    features["labels"] = []
+    features["unreachable_spans"] = []
+    first_window = {}
+    for w, (sample, offsets) in enumerate(zip(samples, encoding["offset_mapping"])):
+        spans = batch["spans"][sample] or []
+        try:
+            features["labels"].append(align_labels(offsets, spans, config.label2id))
+        except ValueError as err:
+            raise ValueError(f"record {batch['id'][sample]!r}: {err}") from None
+        first_window.setdefault(sample, w)
+    for w, sample in enumerate(samples):
+        # Counted once per record, on its first window, so the column sums to a count of spans.
+        if first_window[sample] == w:
+            windows = [encoding["offset_mapping"][k] for k, s in enumerate(samples) if s == sample]
+            features["unreachable_spans"].append(unreachable_spans(windows, batch["spans"][sample] or []))
+        else:
+            features["unreachable_spans"].append(0)
+    return features
+
+
+def _code_digest():
+    # Part of the cache fingerprint: a cached feature file must not outlive a change to the code that made it.
+    source = inspect.getsource(tokenization_utils) + inspect.getsource(_encode_batch) + inspect.getsource(align_labels)
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def build_features(records, tokenizer, config, max_length, stride, desc="tokenize"):
+    """Tokenize one split of unified records into windows with labels and char ids.
+
+    Args:
+        records (`datasets.Dataset`): columns id, text, spans (and any others, which are dropped).
+        tokenizer: a fast tokenizer (offsets are required).
+        config: the model config (label2id, char vocabulary, max_word_chars).
+        max_length, stride: window size and overlap in tokens.
+
+    Returns:
+        `datasets.Dataset` with one row per window: the model inputs, `labels`, `offset_mapping` (into the
+        original text), `example_index` (row of `records`) and `unreachable_spans` (see `unreachable_spans`).
+    """
+    for column in ("id", "text", "spans"):
+        if column not in records.column_names:
+            raise ValueError(f"the records have no {column!r} column (columns: {records.column_names})")
+    fingerprint = Hasher.hash(
+        (
+            getattr(records, "_fingerprint", None),
+            tokenizer.backend_tokenizer.to_str(),
+            sorted(config.label2id.items()),
+            config.char_vocab_size,
+            config.max_word_chars,
+            max_length,
+            stride,
+            _code_digest(),
+        )
+    )
+    return records.map(
+        _encode_batch,
+        batched=True,
+        with_indices=True,
+        remove_columns=records.column_names,
+        fn_kwargs=dict(tokenizer=tokenizer, config=config, max_length=max_length, stride=stride),
+        new_fingerprint=fingerprint,
+        desc=desc,
+    )
+
+
+def rare_tier_rows(records, tiers):
+    """Indices of the records holding at least one span of a type in `tiers`."""
+    return [i for i, spans in enumerate(records["spans"]) if any(TIER_OF.get(s["label"]) in tiers for s in spans or ())]
+
+
+def oversample(features, records, tiers, factor):
+    """Repeat every window of a record holding a span of `tiers` `factor` times in all.
+
+    Returns:
+        (features, number of records oversampled). The repeats are spread by the Trainer's shuffling.
+    """
+    if factor <= 1:
+        return features, 0
+    rare = set(rare_tier_rows(records, tiers))
+    if not rare:
+        return features, 0
+    indices = []
+    for i, example in enumerate(features["example_index"]):
+        indices.extend([i] * (factor if example in rare else 1))
+    return features.select(indices), len(rare)
