@@ -5,7 +5,7 @@ location, corporation and group map to PERSON, LOCATION, ORGANIZATION; product a
 The annotators tagged @handles and URLs O although they are USERNAME and URL for us; left O, the model would
 learn to miss them, so a token tagged O that fully matches a strict pattern is labeled (counted in the audit):
 ``@name`` -> USERNAME over the name without the "@" (as the synthetic data does), ``http(s)://...`` or
-``www....`` -> URL. train -> train/validation, emerging.dev.conll -> test (the WNUT test file is not here).
+``www....`` -> URL, ``a@b.c`` -> EMAIL. train -> train/validation, emerging.dev.conll -> test (the WNUT test file is not here).
 """
 
 import os
@@ -15,8 +15,9 @@ from .labels import WNUT17
 from .loading import map_span
 
 FILES = {"wnut17train.conll": "train", "emerging.dev.conll": "test"}
-HANDLE = re.compile(r"@([A-Za-z0-9_]{1,30})")
+HANDLE = re.compile(r"@([A-Za-z0-9_]{1,30}):?")  # "RT @name:" keeps its colon outside the span
 URL = re.compile(r"(?:https?://|www\.)[^\s<>\"]+", re.IGNORECASE)
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 
 
 def parse_conll(lines):
@@ -81,11 +82,14 @@ def sentence_record(source, tokens, audit):
         current = None
         handle = HANDLE.fullmatch(token)
         if handle:
-            spans.append({"start": start + 1, "end": start + len(token), "label": "USERNAME"})
+            spans.append({"start": start + 1, "end": start + 1 + len(handle.group(1)), "label": "USERNAME"})
             audit.note(source, "regex_labeled_USERNAME")
         elif URL.fullmatch(token):
             spans.append({"start": start, "end": start + len(token), "label": "URL"})
             audit.note(source, "regex_labeled_URL")
+        elif EMAIL.fullmatch(token):
+            spans.append({"start": start, "end": start + len(token), "label": "EMAIL"})
+            audit.note(source, "regex_labeled_EMAIL")
     out = []
     for span in spans:
         if "kind" in span:

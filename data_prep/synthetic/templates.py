@@ -510,7 +510,7 @@ NEGATIVE_TEMPLATES = [
     "[<neg:timestamp>] INFO worker started",
     "Product <neg:product> is back in stock.",
     "Tracking number: <neg:tracking>",
-    "The build <neg:version> failed at <neg:timestamp>.",
+    "Pipeline for <neg:version> failed at <neg:timestamp>.",
     "Order <neg:order> contains <neg:product>.",
     "Please restart the service on <neg:misc>.",
     "Release notes for <neg:version>: bug fixes and performance improvements.",

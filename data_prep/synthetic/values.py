@@ -228,7 +228,7 @@ def phone(rng, fake):
     if kind == 6:
         return f"{area}{exchange}{line}"
     if kind == 7:
-        return f"({area}) {exchange}-{line} ext. {rng.randint(10, 999)}"
+        return f"1 ({area}) {exchange} {line}"
     return f"+{rng.choice(['49', '33', '61', '91', '34'])} {_digits(rng, 3)} {_digits(rng, 3)} {_digits(rng, 4)}"
 
 

@@ -1,0 +1,142 @@
+"""Span validation, overlap resolution and part merging of the unified record (data_prep.records)."""
+
+import pytest
+
+from data_prep.audit import Audit
+from data_prep.dedup import deduplicate, normalize_text
+from data_prep.records import check_record, clean_record
+from data_prep.split import assign_splits, group_fraction
+
+
+def raw(text, spans, source="src", split="train"):
+    return {"id": "r1", "source": source, "text": text, "spans": spans, "group": "g1", "split": split}
+
+
+def labeled(record):
+    return [(record["text"][s["start"]:s["end"]], s["label"]) for s in record["spans"]]
+
+
+def test_out_of_range_empty_and_bad_offsets_are_rejected_and_counted():
+    audit = Audit()
+    text = "Call 555-0100 now"
+    record = clean_record(raw(text, [
+        {"start": 5, "end": 13, "label": "PHONE"},
+        {"start": 10, "end": 99, "label": "PHONE"},
+        {"start": 4, "end": 4, "label": "PHONE"},
+        {"start": -1, "end": 3, "label": "PHONE"},
+        {"start": "x", "end": 3, "label": "PHONE"},
+    ]), audit)
+    assert labeled(record) == [("555-0100", "PHONE")]
+    assert audit.span_rejections["src"] == {"out_of_range": 2, "empty_span": 1, "bad_offset_type": 1}
+
+
+def test_value_mismatch_repaired_when_unique_rejected_when_ambiguous():
+    audit = Audit()
+    text = "For my take on Mrs. Ayers, see Ayers2 and pw abc abc"
+    record = clean_record(raw(text, [
+        {"start": 21, "end": 26, "label": "PERSON", "value": "Ayers,"},  # "Ayers," occurs once
+        {"start": 0, "end": 3, "label": "PASSWORD", "value": "abc"},  # occurs twice: no guessing
+    ]), audit)
+    assert labeled(record) == [("Ayers,", "PERSON")]
+    assert audit.notes["src"]["repaired_offset"] == 1
+    assert audit.span_rejections["src"]["value_mismatch"] == 1
+
+
+def test_whitespace_is_trimmed_and_counted():
+    audit = Audit()
+    record = clean_record(raw("Ask  John  today", [{"start": 4, "end": 11, "label": "PERSON"},
+                                                    {"start": 3, "end": 5, "label": "AGE"}]), audit)
+    assert labeled(record) == [("John", "PERSON")]
+    assert audit.notes["src"]["trimmed_whitespace"] == 1
+    assert audit.span_rejections["src"]["whitespace_span"] == 1
+
+
+def test_overlap_keeps_longer_then_more_sensitive_and_counts():
+    audit = Audit()
+    text = "mail jo@example.com or 123456789"
+    record = clean_record(raw(text, [
+        {"start": 5, "end": 7, "label": "USERNAME"},
+        {"start": 5, "end": 19, "label": "EMAIL"},
+        {"start": 23, "end": 32, "label": "ACCOUNT_NUMBER"},
+        {"start": 23, "end": 32, "label": "SSN"},
+        {"start": 23, "end": 32, "label": "SSN"},
+    ]), audit)
+    assert labeled(record) == [("jo@example.com", "EMAIL"), ("123456789", "SSN")]
+    assert audit.span_rejections["src"] == {"overlap_dropped": 2, "duplicate_span": 1}
+    check_record(record)
+
+
+def test_name_parts_merge_only_across_spaces():
+    audit = Audit()
+    text = "Jane Doe, Sam and Lee Wong"
+    spans = [{"start": 0, "end": 4, "label": "PERSON"}, {"start": 5, "end": 8, "label": "PERSON"},
+             {"start": 10, "end": 13, "label": "PERSON"}, {"start": 18, "end": 21, "label": "PERSON"},
+             {"start": 22, "end": 26, "label": "PERSON"}]
+    record = clean_record(raw(text, spans), audit)
+    assert labeled(record) == [("Jane Doe", "PERSON"), ("Sam", "PERSON"), ("Lee Wong", "PERSON")]
+
+
+def test_address_parts_merge_into_street_address_but_lone_city_stays_location():
+    audit = Audit()
+    text = "at 12 Baker Street, London W1U 6TY.\nShe moved to Paris, France."
+    def at(value, label):
+        return {"start": text.index(value), "end": text.index(value) + len(value), "label": label}
+    record = clean_record(raw(text, [at("12", "STREET_ADDRESS"), at("Baker Street", "STREET_ADDRESS"),
+                                     at("London", "LOCATION"), at("W1U 6TY", "STREET_ADDRESS"),
+                                     at("Paris", "LOCATION"), at("France", "LOCATION")]), audit)
+    assert labeled(record) == [("12 Baker Street, London W1U 6TY", "STREET_ADDRESS"), ("Paris", "LOCATION"),
+                               ("France", "LOCATION")]
+
+
+def test_address_parts_do_not_merge_across_words():
+    text = "12 Baker Street to London"
+    record = clean_record(raw(text, [{"start": 0, "end": 15, "label": "STREET_ADDRESS"},
+                                     {"start": 19, "end": 25, "label": "LOCATION"}]), Audit())
+    assert labeled(record) == [("12 Baker Street", "STREET_ADDRESS"), ("London", "LOCATION")]
+
+
+def test_empty_text_record_rejected_and_noncanonical_label_is_an_adapter_bug():
+    audit = Audit()
+    assert clean_record(raw("   ", []), audit) is None
+    assert audit.record_rejections["src"]["empty_text"] == 1
+    with pytest.raises(ValueError, match="non-canonical label 'EMAIL_ADDRESS'"):
+        clean_record(raw("a@b.c", [{"start": 0, "end": 5, "label": "EMAIL_ADDRESS"}]), audit)
+
+
+def test_check_record_catches_broken_invariants():
+    good = {"id": "x", "text": "Hi Jo", "spans": [{"start": 3, "end": 5, "label": "PERSON"}]}
+    check_record(good)
+    for spans in ([{"start": 2, "end": 5, "label": "PERSON"}], [{"start": 3, "end": 9, "label": "PERSON"}],
+                  [{"start": 3, "end": 5, "label": "NAME"}],
+                  [{"start": 3, "end": 5, "label": "PERSON"}, {"start": 4, "end": 5, "label": "PERSON"}]):
+        with pytest.raises(ValueError):
+            check_record({**good, "spans": spans})
+
+
+def test_dedup_keeps_the_held_out_copy_and_counts():
+    audit = Audit()
+    records = [
+        {"id": "a", "source": "s", "text": "Call me  at 555", "spans": [], "group": "1", "split": "train"},
+        {"id": "b", "source": "s", "text": "call me at 555", "spans": [], "group": "2", "split": "test"},
+        {"id": "c", "source": "s", "text": "call me at 555", "spans": [], "group": "3", "split": "validation"},
+        {"id": "d", "source": "s", "text": "call me at 556", "spans": [], "group": "4", "split": "train"},
+    ]
+    kept = deduplicate(records, audit)
+    assert sorted(r["id"] for r in kept) == ["b", "d"]
+    assert audit.notes["s"] == {"dropped_exact_duplicate_across_splits": 1,
+                                "dropped_normalized_duplicate_across_splits": 1}
+    assert normalize_text("  A\tB\n c ") == "a b c"
+
+
+def test_split_follows_group_and_source_splits():
+    rows = [{"group": f"doc{i % 50}", "source_split": "train"} for i in range(500)]
+    rows += [{"group": "held", "source_split": "test"}]
+    assign_splits(rows)
+    by_group = {}
+    for r in rows:
+        assert by_group.setdefault(r["group"], r["split"]) == r["split"]
+    assert rows[-1]["split"] == "test"
+    assert {r["split"] for r in rows[:-1]} == {"train", "validation"}  # a source test split exists: no hashing into test
+    only_train = assign_splits([{"group": f"g{i}", "source_split": "train"} for i in range(300)])
+    assert {r["split"] for r in only_train} == {"train", "validation", "test"}
+    assert 0 <= group_fraction("x") < 1 and group_fraction("x") == group_fraction("x")

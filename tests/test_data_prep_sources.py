@@ -1,0 +1,154 @@
+"""Each adapter on fixture files written in the exact Hub / file shapes (tests/fixtures/data_prep)."""
+
+import json
+import os
+
+import pytest
+
+from data_prep.audit import Audit
+from data_prep.records import check_record, clean_record
+from data_prep.sources import SourceUnavailable, iter_source
+from data_prep.sources.gretel import find_occurrences
+from data_prep.sources.loading import parse_list, read_local
+from data_prep.split import assign_splits
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "data_prep")
+
+
+def load(name, path):
+    """{text: [(surface, label), ...]} and the audit for one source read from a fixture."""
+    audit = Audit()
+    out = {}
+    for raw in assign_splits(list(iter_source(name, os.path.join(FIXTURES, path), audit))):
+        record = clean_record(raw, audit)
+        if record is not None:
+            check_record(record)
+            out[record["text"]] = [(record["text"][s["start"]:s["end"]], s["label"]) for s in record["spans"]]
+    return out, audit
+
+
+def test_ai4privacy_400k_merges_names_and_address_and_counts_every_defect():
+    records, audit = load("ai4privacy", "ai4privacy_400k.jsonl")
+    assert records["My name is Jane Doe and I live at 12 Baker Street, London W1U 6TY."] == [
+        ("Jane Doe", "PERSON"), ("12 Baker Street, London W1U 6TY", "STREET_ADDRESS")]
+    assert records["Call 555-0100 or email jo@example.com before 10:30."] == [
+        ("555-0100", "PHONE"), ("jo@example.com", "EMAIL")]
+    assert records["Ask John about it, his SSN is 123-45-6789."] == [("John", "PERSON"), ("123-45-6789", "SSN")]
+    assert not any(text.startswith("Je m'appelle") for text in records)
+    assert audit.span_rejections["ai4privacy"] == {"overlap_dropped": 1, "value_mismatch": 1, "out_of_range": 1}
+    notes = audit.notes["ai4privacy"]
+    assert notes["skipped_non_english_row"] == 1
+    assert notes["unknown_label:FAVOURITECOLOR"] == 1 and notes["not_pii_label:TIME"] == 1
+    assert notes["trimmed_whitespace"] == 1
+
+
+def test_ai4privacy_300k_and_open_500k_shapes():
+    records, audit = load("ai4privacy_300k", "ai4privacy_300k.jsonl")
+    assert records["Dear Anna Maria Schmidt, your passport X1234567 expires on 2026-01-01."] == [
+        ("Anna Maria Schmidt", "PERSON"), ("X1234567", "PASSPORT_NUMBER"), ("2026-01-01", "DATE")]
+    assert records["Mr. Tom Hardy logged in from 10.0.0.12 as thardy."] == [
+        ("Tom Hardy", "PERSON"), ("10.0.0.12", "IP_ADDRESS"), ("thardy", "USERNAME")]
+    assert audit.notes["ai4privacy_300k"]["skipped_non_english_row"] == 1
+    records, audit = load("ai4privacy_500k", "ai4privacy_500k.jsonl")
+    assert records == {"Ms. Olivia Brown, 34, lives at 221 Elm Street, Springfield.": [
+        ("Olivia Brown", "PERSON"), ("34", "AGE"), ("221 Elm Street, Springfield", "STREET_ADDRESS")]}
+    assert audit.notes["ai4privacy_500k"]["not_pii_label:TITLE"] == 1
+
+
+def test_nemotron_python_repr_spans_and_split_from_file_names():
+    audit = Audit()
+    raws = assign_splits(list(iter_source("nemotron", os.path.join(FIXTURES, "nemotron"), audit)))
+    assert {r["id"]: r["split"] for r in raws}["nemotron-n3"] == "test"
+    records, audit = load("nemotron", "nemotron")
+    assert records["Patient Maria Garcia (MRN 00482913), SSN 512-44-1234, api key sk_live_abc."] == [
+        ("Maria Garcia", "PERSON"), ("00482913", "MEDICAL_RECORD"), ("512-44-1234", "SSN")]
+    assert records["Contact bob@corp.io; favourite food: pizza."] == [("bob@corp.io", "EMAIL")]
+    assert audit.span_rejections["nemotron"] == {"value_mismatch": 1}
+    assert audit.notes["nemotron"]["unknown_label:favourite_food"] == 1
+    assert audit.notes["nemotron"]["not_pii_label:api_key"] == 1
+
+
+def test_gretel_finance_json_string_spans_without_values():
+    records, audit = load("gretel_finance", "gretel_finance.jsonl")
+    text = "Transfer from IBAN DE44500105175407324931 (BIC DEUTDEFF) approved by Karen Smith on 2023-04-01."
+    assert records[text] == [("DE44500105175407324931", "IBAN"), ("DEUTDEFF", "SWIFT_CODE"),
+                             ("Karen Smith", "PERSON"), ("2023-04-01", "DATE")]
+    assert records["Card security code 123 for account 998877."] == [("998877", "ACCOUNT_NUMBER")]
+    assert audit.span_rejections["gretel_finance"] == {"out_of_range": 1}
+    assert audit.notes["gretel_finance"]["skipped_non_english_row"] == 1
+
+
+def test_gretel_masking_labels_every_word_bounded_occurrence():
+    records, audit = load("gretel_masking", "gretel_masking.jsonl")
+    text = "Maria Lopez (MRN-4471) was seen today. Maria's record MRN-4471 was updated. Annual review due."
+    assert records[text] == [("Maria Lopez", "PERSON"), ("MRN-4471", "MEDICAL_RECORD"), ("Maria", "PERSON"),
+                             ("MRN-4471", "MEDICAL_RECORD")]
+    assert audit.span_rejections["gretel_masking"]["entity_not_found_in_text"] == 2  # "Ann" in "Annual", "Dr. Who"
+    assert audit.notes["gretel_masking"]["extra_occurrences_labeled"] == 2
+    assert records["Device A1:B2:C3:D4:E5:F6 belongs to the lab."] == [("A1:B2:C3:D4:E5:F6", "DEVICE_ID")]
+    assert find_occurrences("Ann, Anna and Ann.", "Ann") == [0, 14]
+
+
+def test_presidio_wrong_offset_repaired_groups_by_template_and_address_merge():
+    audit = Audit()
+    raws = list(iter_source("presidio", os.path.join(FIXTURES, "presidio"), audit))
+    groups = {r["text"]: r["group"] for r in raws}
+    assert groups["What is the limit for Card 4454794511390933?"] == groups["What is the limit for card 5474123209470398?"]
+    records, audit = load("presidio", "presidio")
+    assert records["For my take on Mrs. Ayers, see the list."] == [("Ayers", "PERSON")]
+    assert audit.notes["presidio"]["repaired_offset"] == 1
+    assert records["john had given shamhan his address: 46 velky pruhon 426, opocnice"] == [
+        ("john", "PERSON"), ("shamhan", "PERSON"), ("46 velky pruhon 426, opocnice", "STREET_ADDRESS")]
+    assert records["I live in Sydney"] == [("Sydney", "LOCATION")]
+
+
+def test_wnut17_rebuilds_text_maps_classes_and_labels_handles_and_urls():
+    records, audit = load("wnut17", "wnut17")
+    assert records["@paulwalk It 's the Empire State Building ."] == [
+        ("paulwalk", "USERNAME"), ("Empire State Building", "LOCATION")]
+    assert records["Lindsay Lohan loves iPhone http://bit.ly/aKe1HL"] == [
+        ("Lindsay Lohan", "PERSON"), ("http://bit.ly/aKe1HL", "URL")]
+    assert records["Working at Google with @jane_doe: email me@x.com"] == [
+        ("Google", "ORGANIZATION"), ("jane_doe", "USERNAME"), ("me@x.com", "EMAIL")]
+    assert records["Go Knicks ! www.nba.com"] == [("Knicks", "ORGANIZATION"), ("www.nba.com", "URL")]
+    notes = audit.notes["wnut17"]
+    assert notes["regex_labeled_USERNAME"] == 2 and notes["regex_labeled_URL"] == 2
+    assert notes["not_pii_label:product"] == 1
+    audit = Audit()
+    raws = assign_splits(list(iter_source("wnut17", os.path.join(FIXTURES, "wnut17"), audit)))
+    assert [r["split"] for r in raws if r["text"].startswith("Go Knicks")] == ["test"]
+    assert {r["split"] for r in raws if not r["text"].startswith("Go Knicks")} <= {"train", "validation"}
+
+
+def test_local_formats_parquet_arrow_and_save_to_disk_read_alike(tmp_path):
+    import datasets
+
+    rows = read_local(os.path.join(FIXTURES, "ai4privacy_400k.jsonl"))["train"]
+    ds = datasets.Dataset.from_list(rows)
+    ds.to_parquet(str(tmp_path / "train.parquet"))
+    datasets.DatasetDict({"train": ds, "validation": ds.select([0])}).save_to_disk(str(tmp_path / "saved"))
+    via_parquet = read_local(str(tmp_path / "train.parquet"))
+    via_saved = read_local(str(tmp_path / "saved"))
+    assert [r["source_text"] for r in via_parquet["train"]] == [r["source_text"] for r in rows]
+    assert len(via_saved["validation"]) == 1
+    records, _ = load("ai4privacy", str(tmp_path / "train.parquet"))
+    assert records["Card 4111 1111 1111 1111 belongs to Sam Lee."] == [
+        ("4111 1111 1111 1111", "CREDIT_CARD"), ("Sam Lee", "PERSON")]
+
+
+def test_offline_hub_source_without_local_copy_names_the_flag(monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(SourceUnavailable, match="--from-dir nemotron=PATH"):
+        list(iter_source("nemotron", None, Audit()))
+    with pytest.raises(SourceUnavailable, match="does not exist"):
+        list(iter_source("gretel_masking", "/nonexistent/folder", Audit()))
+
+
+def test_parse_list_accepts_lists_json_and_python_repr():
+    value = [{"start": 0, "end": 1, "label": "x"}]
+    assert parse_list(value) == value
+    assert parse_list(json.dumps(value)) == value
+    assert parse_list(repr(value)) == value
+    assert parse_list("") == [] and parse_list(None) == []
+    with pytest.raises(ValueError):
+        parse_list("[{'start': 0,")
