@@ -25,6 +25,7 @@ longest, earliest, type name), so no character a detector flagged is left in cle
 
 import dataclasses
 import numbers
+import pathlib
 import secrets
 from collections import Counter
 
@@ -119,6 +120,12 @@ class Redactor:
         HF_HUB_OFFLINE=1) and wrap it. Weights load from safetensors only."""
         from transformers import pipeline
 
+        local = pathlib.Path(model_dir)
+        if local.is_dir() and not any(local.glob("*.safetensors")):
+            raise FileNotFoundError(
+                f"no *.safetensors weights in {local}: piiner loads weights only from safetensors "
+                f"(found: {', '.join(sorted(p.name for p in local.iterdir())) or 'nothing'})"
+            )
         detector = pipeline(
             "token-classification", model=str(model_dir), trust_remote_code=True, device=device,
             batch_size=pipeline_batch_size, model_kwargs={"use_safetensors": True},
