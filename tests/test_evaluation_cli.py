@@ -155,7 +155,11 @@ def test_regex_rejects_luhn_invalid_card_and_bad_iban():
     [
         ("from 10.0.0.255 to 256.1.1.1", [("10.0.0.255", "IP_ADDRESS")]),
         ("see https://example.org/x?y=1.", [("https://example.org/x?y=1", "URL")]),
-        ("born 1990-04-12 at noon", [("1990-04-12", "DATE")]),
+        ("due 1990-04-12 at noon", [("1990-04-12", "DATE")]),
+        ("Date of birth: 04/12/1990.", [("04/12/1990", "DATE_OF_BIRTH")]),
+        ("ref 10-52-71-b6-99-74", []),
+        ("lives at 975 3968 Bay Street", []),
+        ("account no. 8776038589", []),
         ("call +1 415 555 2671 now", [("+1 415 555 2671", "PHONE")]),
         ("SSN 000-12-3456 is invalid", []),
         ("send to 0x52908400098527886E0F7030069857D2E4169EE7", [("0x52908400098527886E0F7030069857D2E4169EE7",
