@@ -1,0 +1,113 @@
+"""The synthetic generator: valid checksums, all 41 types, determinism, templates held out by split."""
+
+import random
+import re
+
+import faker
+import pytest
+
+from data_prep.audit import Audit
+from data_prep.records import check_record, clean_record
+from data_prep.synthetic import SyntheticGenerator, all_templates
+from data_prep.synthetic import values
+from piiner.pii_schema import PII_TYPES
+
+
+@pytest.fixture(scope="module")
+def samples():
+    """100 values per type from fresh per-value seeds."""
+    fake = faker.Faker("en_US")
+    out = {}
+    for pii_type, gen in values.GENERATORS.items():
+        vals = []
+        for i in range(100):
+            rng = random.Random(f"t/{pii_type}/{i}")
+            fake.seed_instance(i)
+            vals.append(gen(rng, fake))
+        out[pii_type] = vals
+    return out
+
+
+def test_every_type_has_a_generator_and_at_least_eight_templates_with_eval_ones():
+    assert set(values.GENERATORS) == set(PII_TYPES)
+    templates = all_templates()
+    for pii_type in PII_TYPES:
+        splits = [t.split for t in templates[pii_type]]
+        assert len(splits) >= 8, pii_type
+        assert splits.count("validation") == 1 and splits.count("test") == 1
+        assert all(f"<{pii_type}>" in t.text for t in templates[pii_type]), pii_type
+
+
+def test_known_check_digit_algorithms():
+    assert values.luhn_valid("4111 1111 1111 1111") and not values.luhn_valid("4111 1111 1111 1112")
+    assert values.iban_valid("GB82 WEST 1234 5698 7654 32") and not values.iban_valid("GB82 WEST 1234 5698 7654 33")
+    assert values.vin_valid("1HGCM82633A004352") and not values.vin_valid("1HGCM82643A004352")
+    assert values.aba_valid("021000021") and not values.aba_valid("021000022")
+
+
+def test_cards_imeis_ibans_vins_and_routing_numbers_carry_valid_checksums(samples):
+    assert all(values.luhn_valid(v) for v in samples["CREDIT_CARD"])
+    assert all(values.iban_valid(v) for v in samples["IBAN"])
+    assert all(values.vin_valid(v) for v in samples["VEHICLE_ID"])
+    imeis = [v for v in samples["DEVICE_ID"] if re.fullmatch(r"\d{15}", v)]
+    assert imeis and all(values.luhn_valid(v) for v in imeis)
+    routings = [v for v in samples["BANK_ACCOUNT"] if re.fullmatch(r"\d{9}", v)]
+    assert routings and any(values.aba_valid(v) for v in routings)
+
+
+def test_ssns_look_issued_and_other_shapes(samples):
+    for v in samples["SSN"]:
+        digits = re.sub(r"[- ]", "", v)
+        assert re.fullmatch(r"\d{9}", digits), v
+        area, group, serial = digits[:3], digits[3:5], digits[5:]
+        assert area not in ("000", "666") and not area.startswith("9") and group != "00" and serial != "0000", v
+    assert all(re.fullmatch(r"0x[0-9a-fA-F]{40}|bc1q[02-9ac-hj-np-z]{38}|[13][1-9A-HJ-NP-Za-km-z]{25,33}", v)
+               for v in samples["CRYPTO_WALLET"])
+    assert all(re.fullmatch(r"[A-Z]{6}[A-Z2-9][A-Z0-9]([A-Z0-9]{3})?", v) for v in samples["SWIFT_CODE"])
+    for v in samples["IP_ADDRESS"]:
+        if "." in v:
+            assert all(0 <= int(p) <= 255 for p in v.split(".")), v
+    for pii_type, vals in samples.items():
+        assert all(v and v == v.strip() for v in vals), pii_type
+
+
+def test_records_are_valid_cover_all_types_and_include_hard_negatives():
+    generator = SyntheticGenerator(seed=3)
+    records = list(generator.records(12))
+    audit = Audit()
+    cleaned = [clean_record(r, audit) for r in records]
+    assert all(c is not None for c in cleaned)
+    for c in cleaned:
+        check_record(c)
+    # the generator's own offsets must be exact: nothing repaired, trimmed or dropped
+    assert not audit.span_rejections and not audit.notes
+    labels = {s["label"] for c in cleaned for s in c["spans"]}
+    assert labels == set(PII_TYPES)
+    negatives = [c for c in cleaned if c["group"].startswith("negative/")]
+    assert negatives and all(not c["spans"] for c in negatives)
+    assert sum(len(c["spans"]) > 1 for c in cleaned) > len(cleaned) // 5  # several entities per text
+    texts = "".join(c["text"] for c in cleaned)
+    assert "\n" in texts and "\t" in texts
+
+
+def test_deterministic_for_a_seed_and_independent_of_count():
+    first = list(SyntheticGenerator(seed=7).records(5))
+    again = list(SyntheticGenerator(seed=7).records(5))
+    assert first == again
+    longer = {r["id"]: r for r in SyntheticGenerator(seed=7).records(8)}
+    assert all(longer[r["id"]] == r for r in first if not r["id"].startswith("synthetic-negative"))
+    other = list(SyntheticGenerator(seed=8).records(5))
+    assert [r["text"] for r in other] != [r["text"] for r in first]
+
+
+def test_template_ids_are_disjoint_between_train_and_held_out_splits():
+    records = list(SyntheticGenerator(seed=1).records(30))
+    used = {"train": set(), "validation": set(), "test": set()}
+    for r in records:
+        used[r["split"]].update(r["group"].split("+"))
+    assert used["validation"] and used["test"]
+    assert not used["train"] & used["validation"]
+    assert not used["train"] & used["test"]
+    assert not used["validation"] & used["test"]
+    declared = {t.template_id: t.split for ts in all_templates().values() for t in ts}
+    assert all(declared[t] == split for split, ids in used.items() for t in ids)
