@@ -39,6 +39,9 @@ def main(argv=None):
         parser().error(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(KNOWN_SOURCES)}")
     if args.synthetic_per_type < 0:
         parser().error("--synthetic-per-type must be >= 0")
+    import datasets
+
+    datasets.disable_progress_bars()  # the summary at the end says what was written
     try:
         build(args.out, sources=sources, from_dirs=dict(args.from_dir), synthetic_per_type=args.synthetic_per_type,
               seed=args.seed)

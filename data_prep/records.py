@@ -18,7 +18,7 @@ or document is on both sides of a split.
    The longer span usually carries the whole entity ("John Smith" over "Smith").
 5. Merge: PERSON spans separated only by spaces (or nothing) become one PERSON span: first+last name parts.
    Address parts become one STREET_ADDRESS: a chain of STREET_ADDRESS and LOCATION spans joined by gaps of at
-   most four characters of spaces, commas, tabs or single line breaks is one postal address when the chain has
+   most four characters of spaces, commas, tabs or line breaks is one postal address when the chain has
    at least one STREET_ADDRESS span ("12 Main St" + ", " + "Springfield" + ", " + "IL" + " " + "62704"). A city,
    state or country that is not next to a street part stays LOCATION.
 """
@@ -125,7 +125,6 @@ def merge_parts(text, spans):
                 j + 1 < len(merged)
                 and merged[j + 1]["label"] in ("STREET_ADDRESS", "LOCATION")
                 and _ADDRESS_GAP.fullmatch(text[merged[j]["end"]:merged[j + 1]["start"]])
-                and "\n\n" not in text[merged[j]["end"]:merged[j + 1]["start"]]
             ):
                 j += 1
         chain = merged[i:j + 1]

@@ -116,6 +116,8 @@ class SyntheticGenerator:
         offset = self._render(first, rng, parts, spans, 0)
         if kind != "negative" and rng.random() < self.compose_probability:
             second = rng.choice(self.by_split[split])
+            if second is first:
+                second = rng.choice(self.by_split[split])
             used.append(second)
             joiner = rng.choice(_JOINERS)
             parts.append(joiner)

@@ -254,7 +254,7 @@ def _format_date(rng, y, m, d):
     if kind == 6:
         return f"{d} {month} {y}"
     if kind == 7:
-        return f"{month[:3]}. {d}, {y}"
+        return f"{month[:3]}{'.' if len(month) > 3 else ''} {d}, {y}"
     return f"{d}{_ordinal(d)} of {month} {y}"
 
 
