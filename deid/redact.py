@@ -26,6 +26,7 @@ longest, earliest, type name), so no character a detector flagged is left in cle
 import dataclasses
 import numbers
 import pathlib
+import re
 import secrets
 from collections import Counter
 
@@ -33,6 +34,7 @@ from pii_schema import PII_TYPES, TIER_OF
 
 from .surrogates import SurrogateGenerator, keyed_digest
 
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 MODES = ("placeholder", "mask", "surrogate", "hash")
 HASH_HEX_CHARS = 8
 
@@ -75,9 +77,7 @@ def _describe(value):
 def detection_view(text):
     """The text the detector sees: lone surrogates (which no UTF-8 tokenizer accepts) become U+FFFD, one code
     point for one, so every offset is the same in the original text."""
-    if not any("\ud800" <= ch <= "\udfff" for ch in text):
-        return text
-    return "".join("\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    return LONE_SURROGATE.sub("\ufffd", text)
 
 
 class Redactor:
