@@ -25,6 +25,7 @@ longest, earliest, type name), so no character a detector flagged is left in cle
 
 import dataclasses
 import numbers
+import operator
 import pathlib
 import re
 import secrets
@@ -230,12 +231,11 @@ def _normalise_entity(text, raw):
     if not isinstance(raw, dict):
         return None, "not_a_dict"
     pii_type = raw.get("type") or raw.get("entity_group")
-    start, end = raw.get("start"), raw.get("end")
+    start, end = _as_int(raw.get("start")), _as_int(raw.get("end"))
     if not isinstance(pii_type, str) or not pii_type:
         return None, "missing_type"
-    if not _is_int(start) or not _is_int(end):
+    if start is None or end is None:
         return None, "missing_offsets"
-    start, end = int(start), int(end)
     if not 0 <= start < end <= len(text):
         return None, "offsets_out_of_range"
     while start < end and text[start].isspace():
@@ -244,15 +244,24 @@ def _normalise_entity(text, raw):
         end -= 1
     if start == end:
         return None, "whitespace_only_span"
-    tier = raw.get("tier")
-    tier = int(tier) if _is_int(tier) else TIER_OF.get(pii_type)
-    score = raw.get("score", 1.0)
-    score = float(score) if isinstance(score, numbers.Real) else 1.0
+    tier = _as_int(raw.get("tier"))
+    tier = tier if tier is not None else TIER_OF.get(pii_type)
+    score = raw.get("score")
+    try:  # numpy and 0-d torch scalars included; a detector without confidences gives 1.0
+        score = 1.0 if score is None else float(score)
+    except (TypeError, ValueError):
+        return None, "invalid_score"
     return {"type": pii_type, "tier": tier, "score": score, "start": start, "end": end, "word": text[start:end]}, None
 
 
-def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+def _as_int(value):
+    """``value`` as an int if it is an integer of any kind (int, numpy, 0-d tensor), else None."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 def merge_overlaps(entities, text):
@@ -296,9 +305,9 @@ def _check_types(types):
 
 
 def _check_tier(tier, name):
-    if not _is_int(tier) or not 1 <= tier <= 4:
+    if _as_int(tier) is None or not 1 <= _as_int(tier) <= 4:
         raise ValueError(f"{name} must be an int from 1 (most sensitive) to 4, got {tier!r}")
-    return int(tier)
+    return _as_int(tier)
 
 
 def _check_thresholds(thresholds):

@@ -227,3 +227,15 @@ def test_property_offsets_exact_no_overlap_and_non_entity_text_untouched(case, m
         result.redacted_text, [(e["new_start"], e["new_end"]) for e in ordered])
     if mode == "surrogate":
         assert all(e["replacement"] != e["word"] for e in ordered)
+
+
+def test_detector_scalars_of_numpy_and_torch_are_accepted_and_a_bad_score_is_counted():
+    import numpy as np
+    import torch
+
+    def detector(texts):
+        return [[{"type": "SSN", "start": np.int64(4), "end": torch.tensor(15), "score": np.float32(0.25)},
+                 {"type": "EMAIL", "start": 16, "end": 17, "score": "high"}]]
+    result = redact("ssn 123-45-6789 x", detector, tier_thresholds={1: 0.2})
+    assert result.redacted_text == "ssn [SSN] x" and result.entities[0]["tier"] == 1
+    assert result.entities[0]["score"] == pytest.approx(0.25) and result.dropped == {"invalid_score": 1}
