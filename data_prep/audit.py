@@ -150,7 +150,6 @@ def _plot(path, by_type_split):
             ax.bar(types, values, bottom=bottom, label=split)
             bottom = [b + v for b, v in zip(bottom, values)]
         ax.set_title(f"tier {tier}")
-        ax.set_yscale("symlog")
         ax.tick_params(axis="x", labelrotation=90, labelsize=7)
     axes[0].set_ylabel("spans")
     axes[0].legend()

@@ -152,3 +152,36 @@ def test_parse_list_accepts_lists_json_and_python_repr():
     assert parse_list("") == [] and parse_list(None) == []
     with pytest.raises(ValueError):
         parse_list("[{'start': 0,")
+
+
+def test_hub_path_goes_through_load_dataset(monkeypatch):
+    import datasets
+
+    rows = read_local(os.path.join(FIXTURES, "gretel_masking.jsonl"))["train"]
+    calls = []
+
+    def fake_load_dataset(hub_id, *args, **kwargs):
+        calls.append(hub_id)
+        return datasets.DatasetDict({"train": datasets.Dataset.from_list(rows), "test": datasets.Dataset.from_list(rows[1:])})
+
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    raws = assign_splits(list(iter_source("gretel_masking", None, Audit())))
+    assert calls == ["gretelai/gretel-pii-masking-en-v1"]
+    assert [r["split"] for r in raws if r["source_split"] == "test"] == ["test"]
+
+    def failing_load_dataset(hub_id, *args, **kwargs):
+        raise ConnectionError("no route to host")
+
+    monkeypatch.setattr(datasets, "load_dataset", failing_load_dataset)
+    with pytest.raises(SourceUnavailable, match="no route to host.*--from-dir gretel_masking=PATH"):
+        list(iter_source("gretel_masking", None, Audit()))
+
+
+def test_unparseable_span_strings_reject_the_record(tmp_path):
+    path = tmp_path / "nemo.jsonl"
+    path.write_text(json.dumps({"uid": "x", "text": "Hi Bob", "spans": "[{'start': 3, 'end':"}) + "\n")
+    audit = Audit()
+    assert list(iter_source("nemotron", str(path), audit)) == []
+    assert audit.record_rejections["nemotron"] == {"unparseable_spans": 1}

@@ -6,7 +6,7 @@ one adapter reads all three.
 """
 
 from .labels import AI4PRIVACY, normalize_ai4privacy
-from .loading import is_english, map_span, parse_list
+from .loading import english_rows, offset_spans, row_id
 
 HUB_IDS = {
     "ai4privacy": "ai4privacy/pii-masking-400k",
@@ -16,23 +16,10 @@ HUB_IDS = {
 
 
 def records(source, rows_by_split, audit):
-    for split, rows in rows_by_split.items():
-        for i, row in enumerate(rows):
-            audit.read(source)
-            if not is_english(row):
-                audit.note(source, "skipped_non_english_row")
-                continue
-            try:
-                raw_spans = parse_list(row.get("privacy_mask"))
-            except ValueError:
-                audit.reject_record(source, "unparseable_spans")
-                continue
-            spans = []
-            for span in raw_spans:
-                label = map_span(source, span.get("label"), AI4PRIVACY, audit, normalize_ai4privacy)
-                if label is not None:
-                    spans.append({"start": span.get("start"), "end": span.get("end"), "label": label,
-                                  "value": span.get("value")})
-            uid = row.get("uid", row.get("id", f"{split}-{i}"))
-            yield {"id": f"{source}-{uid}", "source": source, "text": row.get("source_text"), "spans": spans,
-                   "group": f"{source}/{uid}", "source_split": row.get("split") or row.get("set") or split}
+    for split, i, row in english_rows(source, rows_by_split, audit):
+        spans = offset_spans(source, row.get("privacy_mask"), AI4PRIVACY, normalize_ai4privacy, audit, "value")
+        if spans is None:
+            continue
+        uid = row_id(row, split, i)
+        yield {"id": f"{source}-{uid}", "source": source, "text": row.get("source_text"), "spans": spans,
+               "group": f"{source}/{uid}", "source_split": row.get("split") or row.get("set") or split}

@@ -147,3 +147,38 @@ def map_span(source, label, label_map, audit, normalize=lambda s: s):
         return canonical
     audit.note(source, f"unknown_label:{key}")
     return None
+
+
+def english_rows(source, rows_by_split, audit):
+    """(split, index, row) of every English row; every row read and every row skipped is counted."""
+    for split, rows in rows_by_split.items():
+        for i, row in enumerate(rows):
+            audit.read(source)
+            if not is_english(row):
+                audit.note(source, "skipped_non_english_row")
+                continue
+            yield split, i, row
+
+
+def row_id(row, split, index, keys=("uid", "id")):
+    for key in keys:
+        if row.get(key) not in (None, ""):
+            return row[key]
+    return f"{split}-{index}"
+
+
+def offset_spans(source, field, label_map, normalize, audit, value_key=None):
+    """Spans with offsets from a list / JSON / repr ``field``, labels mapped; None when it cannot be parsed
+    (the record is rejected and counted)."""
+    try:
+        raw_spans = parse_list(field)
+    except ValueError:
+        audit.reject_record(source, "unparseable_spans")
+        return None
+    spans = []
+    for span in raw_spans:
+        label = map_span(source, span.get("label"), label_map, audit, normalize)
+        if label is not None:
+            spans.append({"start": span.get("start"), "end": span.get("end"), "label": label,
+                          "value": span.get(value_key) if value_key else None})
+    return spans
