@@ -1,7 +1,157 @@
-"""Token-classification pipeline for piiner (stub: being written, see issue 2)."""
+"""The piiner token-classification pipeline: text in, whole PII entities with exact character offsets out.
 
-from transformers import TokenClassificationPipeline
+Ships with the weights (named in the config's `custom_pipelines`), so
+
+    pipeline("token-classification", model=DIR, trust_remote_code=True)
+
+builds it for any saved piiner snapshot. Imports only torch, transformers and its sibling `tokenization_utils`.
+"""
+
+import torch
+from transformers.pipelines.base import ChunkPipeline
+
+from .tokenization_utils import decode_entities, decode_tokens, encode_texts, merge_windows
 
 
-class PiiNerTokenClassificationPipeline(TokenClassificationPipeline):
-    pass
+AGGREGATION_STRATEGIES = ("simple", "none")
+
+
+class PiiNerTokenClassificationPipeline(ChunkPipeline):
+    """Finds PII in English text with a piiner model.
+
+    A text longer than one window is split into overlapping token windows; each token keeps the prediction of the
+    window where it sits farthest from an edge, so an entity on a window boundary is reported once and whole.
+    Labels come from `model.config.id2label` and tiers from `model.config.type_to_tier`, never from a global list,
+    so a checkpoint with another label set decodes its own types.
+
+    Call parameters (also accepted when building the pipeline):
+        aggregation_strategy (`str`, defaults to `"simple"`): `"simple"` returns whole entities
+            `{entity_group, type, tier, score, start, end, word}`; `"none"` returns one dict per token tagged other
+            than "O", `{entity, type, tier, score, index, start, end, word}` (`entity` is the BIO label).
+            In both, `text[start:end] == word`.
+        min_score (`float` or `dict[int, float]`, *optional*): drop results scored below it; a dict gives a
+            threshold per tier (tiers not named keep everything). The score of an entity is the lowest CRF
+            marginal probability among its tokens.
+        max_length (`int`, *optional*): tokens per window, special tokens included (default: the least of the
+            tokenizer's limit, the encoder's positions and 512).
+        stride (`int`, *optional*): tokens shared by neighbouring windows (default: a quarter of `max_length`).
+        batch_size (`int`, *optional*): windows per forward pass; windows of different texts share batches.
+
+    Example:
+
+    ```python
+    >>> from transformers import pipeline
+    >>> finder = pipeline("token-classification", model="path/to/piiner", trust_remote_code=True)
+    >>> finder("Mail (John) at john@x.com.")  # doctest: +SKIP
+    [{'entity_group': 'PERSON', 'type': 'PERSON', 'tier': 2, 'score': 0.98, 'start': 6, 'end': 10, 'word': 'John'},
+     {'entity_group': 'EMAIL', 'type': 'EMAIL', 'tier': 2, 'score': 0.99, 'start': 15, 'end': 25,
+      'word': 'john@x.com'}]
+    ```
+    """
+
+    _load_processor = False
+    _load_image_processor = False
+    _load_feature_extractor = False
+    _load_tokenizer = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The CRF decodes (decoded_tags, tag_scores) only in eval mode.
+        self.model.eval()
+
+    def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None):
+        preprocess_params, postprocess_params = {}, {}
+        if max_length is not None:
+            preprocess_params["max_length"] = max_length
+        if stride is not None:
+            preprocess_params["stride"] = stride
+        if aggregation_strategy is not None:
+            strategy = str(getattr(aggregation_strategy, "value", aggregation_strategy)).lower()
+            if strategy not in AGGREGATION_STRATEGIES:
+                raise ValueError(
+                    f"aggregation_strategy={aggregation_strategy!r} is not supported: use one of "
+                    f"{AGGREGATION_STRATEGIES}"
+                )
+            postprocess_params["aggregation_strategy"] = strategy
+        if min_score is not None:
+            if not isinstance(min_score, (int, float, dict)) or isinstance(min_score, bool):
+                raise TypeError(f"min_score must be a float or a dict tier -> float, got {type(min_score).__name__}")
+            postprocess_params["min_score"] = min_score
+        return preprocess_params, {}, postprocess_params
+
+    def __call__(self, inputs, **kwargs):
+        """Find PII in one text (returns a list of dicts) or in a list of texts (returns a list of lists)."""
+        if isinstance(inputs, tuple):
+            inputs = list(inputs)
+        if isinstance(inputs, list):
+            if not inputs:
+                return []
+            for i, text in enumerate(inputs):
+                if not isinstance(text, str):
+                    raise TypeError(f"inputs[{i}] must be a str, got {type(text).__name__}")
+        elif not isinstance(inputs, str) and not _is_stream(inputs):
+            raise TypeError(f"inputs must be a str or a list of str, got {type(inputs).__name__}")
+        return super().__call__(inputs, **kwargs)
+
+    def preprocess(self, text, max_length=None, stride=None):
+        if not isinstance(text, str):
+            raise TypeError(f"each input must be a str, got {type(text).__name__}")
+        config = self.model.config
+        encoding = encode_texts(self.tokenizer, [text], config, max_length=max_length, stride=stride)
+        # Every window carries char ids padded to the same width, so the stock collate can batch windows of
+        # different texts; _forward trims the unused columns again.
+        char_ids = encoding["char_ids"]
+        char_ids = torch.nn.functional.pad(char_ids, (0, config.max_word_chars - char_ids.shape[-1]))
+        model_keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in encoding]
+        num_windows = encoding["input_ids"].shape[0]
+        for i in range(num_windows):
+            window = {k: encoding[k][i : i + 1] for k in model_keys}
+            window["char_ids"] = char_ids[i : i + 1]
+            window["offset_mapping"] = encoding["offset_mapping"][i : i + 1]
+            window["text"] = text
+            window["is_last"] = i == num_windows - 1
+            yield window
+
+    def _forward(self, model_inputs):
+        text = model_inputs.pop("text")
+        offsets = model_inputs.pop("offset_mapping")
+        is_last = model_inputs.pop("is_last")
+        char_ids = model_inputs["char_ids"]
+        used = char_ids.ne(0).flatten(0, 1).any(0).nonzero()
+        min_width = max(getattr(self.model.config, "char_kernel_sizes", None) or [1])
+        width = max(int(used.max()) + 1 if used.numel() else 0, min_width)
+        model_inputs["char_ids"] = char_ids[:, :, :width]
+        output = self.model(**model_inputs)
+        tags, scores = output.get("decoded_tags"), output.get("tag_scores")
+        if tags is None:
+            # A model without CRF decoding: take the most probable label per token.
+            scores, tags = output["logits"].float().softmax(-1).max(-1)
+        return {"decoded_tags": tags, "tag_scores": scores.float(), "offset_mapping": offsets, "text": text,
+                "is_last": is_last}
+
+    def postprocess(self, all_outputs, aggregation_strategy="simple", min_score=None):
+        text = all_outputs[0]["text"]
+        offsets, tags, scores = merge_windows(
+            (out["offset_mapping"][0], out["decoded_tags"][0], out["tag_scores"][0]) for out in all_outputs
+        )
+        config = self.model.config
+        type_to_tier = getattr(config, "type_to_tier", None) or {}
+        decode = decode_entities if aggregation_strategy == "simple" else decode_tokens
+        results = decode(text, offsets, tags, scores, config.id2label, type_to_tier)
+        if min_score is not None:
+            results = [r for r in results if r["score"] >= _threshold(min_score, r["tier"])]
+        return results
+
+
+def _threshold(min_score, tier):
+    if isinstance(min_score, dict):
+        return min_score.get(tier, 0.0)
+    return min_score
+
+
+def _is_stream(inputs):
+    # Datasets and generators are streamed by the base class; their items are checked in preprocess.
+    return hasattr(inputs, "__iter__") and not isinstance(inputs, (bytes, bytearray, dict))
+
+
+__all__ = ["PiiNerTokenClassificationPipeline"]

@@ -52,13 +52,16 @@ def _encode_word(word, char_vocab_size):
 
 
 class _WordIndex:
-    """The whitespace-delimited words of one text, to find the word under any character in O(log n)."""
+    """The whitespace-delimited words of one text, and the char ids each token reads from them."""
 
-    def __init__(self, text):
+    def __init__(self, text, max_word_chars, char_vocab_size):
         self.text = text
+        self.max_word_chars = max_word_chars
+        self.char_vocab_size = char_vocab_size
         spans = [m.span() for m in _WORD.finditer(text)]
         self.starts = [s for s, _ in spans]
         self.ends = [e for _, e in spans]
+        self._word_rows = None
 
     def word_span(self, start, end):
         """(word_start, word_end) covering the non-whitespace characters of text[start:end]; None if there are none."""
@@ -73,30 +76,59 @@ class _WordIndex:
         last = bisect.bisect_right(self.starts, end - 1) - 1
         return self.starts[first], self.ends[last]
 
-    def char_ids(self, start, end, max_word_chars, char_vocab_size):
+    def char_ids(self, start, end):
+        """Char ids of the word under text[start:end], one token at a time (the reference for `char_tensor`)."""
         span = self.word_span(start, end)
         if span is None:
             return []
         word_start, word_end = span
-        if word_end - word_start > max_word_chars:
+        if word_end - word_start > self.max_word_chars:
             # Centre the window on the token so every token of a long IBAN or URL still reads its own characters.
             centre = (start + end) // 2
-            word_start = min(max(centre - max_word_chars // 2, word_start), word_end - max_word_chars)
-            word_end = word_start + max_word_chars
-        return list(_encode_word(self.text[word_start:word_end], char_vocab_size))
+            word_start = min(max(centre - self.max_word_chars // 2, word_start), word_end - self.max_word_chars)
+            word_end = word_start + self.max_word_chars
+        return list(_encode_word(self.text[word_start:word_end], self.char_vocab_size))
+
+    def char_tensor(self, offsets):
+        """(T, C) char ids for a (T, 2) offsets tensor, equal to `char_ids` token by token, padded with 0.
+
+        Runs on every token at inference, so the common case (a token inside one word of at most `max_word_chars`)
+        is a gather from a table holding each word of the text once; only the rest goes through `char_ids`.
+        """
+        offsets = torch.as_tensor(offsets, dtype=torch.long).reshape(-1, 2)
+        if not self.starts:  # whitespace only: no token has characters
+            return torch.zeros(len(offsets), 1, dtype=torch.long)
+        if self._word_rows is None:
+            words = [self.text[s:e] if e - s <= self.max_word_chars else "" for s, e in zip(self.starts, self.ends)]
+            # Row 0 stays empty for special tokens and the tokens handled one by one.
+            rows = [()] + [_encode_word(word, self.char_vocab_size) for word in words]
+            self._word_rows = pad_char_ids([rows])[0]
+            self._starts_t = torch.tensor(self.starts)
+            self._ends_t = torch.tensor(self.ends)
+        starts, ends = offsets[:, 0].contiguous(), offsets[:, 1].contiguous()
+        word = torch.searchsorted(self._starts_t, starts, right=True) - 1
+        last_word = torch.searchsorted(self._starts_t, ends - 1, right=True) - 1
+        safe = word.clamp(min=0)
+        word_end = self._ends_t[safe]
+        real = ends > starts
+        simple = (
+            real & (word >= 0) & (starts < word_end) & (last_word == word)
+            & (word_end - self._starts_t[safe] <= self.max_word_chars)
+        )
+        out = self._word_rows[torch.where(simple, safe + 1, 0)]
+        rest = (real & ~simple).nonzero().flatten().tolist()
+        if rest:
+            extra = [self.char_ids(int(starts[i]), int(ends[i])) for i in rest]
+            out = torch.nn.functional.pad(out, (0, max(0, max(map(len, extra)) - out.shape[1])))
+            for i, ids in zip(rest, extra):
+                out[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        return out
 
 
 def _as_offset_pairs(offsets):
     if isinstance(offsets, torch.Tensor):
         offsets = offsets.tolist()
     return [(int(s), int(e)) for s, e in offsets]
-
-
-def _token_char_ids(words, offsets, max_word_chars, char_vocab_size):
-    return [
-        words.char_ids(s, e, max_word_chars, char_vocab_size) if e > s else []
-        for s, e in _as_offset_pairs(offsets)
-    ]
 
 
 def token_char_ids(text, offsets, max_word_chars, char_vocab_size):
@@ -109,7 +141,15 @@ def token_char_ids(text, offsets, max_word_chars, char_vocab_size):
         max_word_chars (`int`): a longer word is seen through a window of this size centred on the token.
         char_vocab_size (`int`): size of the char embedding (see `encode_char`).
     """
-    return _token_char_ids(_WordIndex(text), offsets, max_word_chars, char_vocab_size)
+    words = _WordIndex(text, max_word_chars, char_vocab_size)
+    return [words.char_ids(s, e) if e > s else [] for s, e in _as_offset_pairs(offsets)]
+
+
+def trim_char_ids(char_ids, min_chars=1):
+    """Drop the all-padding columns at the end of a (..., C) char id tensor, keeping at least `min_chars`."""
+    used = char_ids.reshape(-1, char_ids.shape[-1]).ne(0).any(0).nonzero()
+    width = max(int(used.max()) + 1 if used.numel() else 0, min_chars)
+    return char_ids[..., :width]
 
 
 def pad_char_ids(batch, seq_len=None, min_chars=1):
@@ -210,17 +250,24 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         padding="longest" if return_tensors else False,
         return_tensors=return_tensors,
     )
-    words = [_WordIndex(text) for text in texts]
+    words = [_WordIndex(text, config.max_word_chars, config.char_vocab_size) for text in texts]
     windows = encoding["overflow_to_sample_mapping"]
-    if isinstance(windows, torch.Tensor):
-        windows = windows.tolist()
-    char_ids = [
-        _token_char_ids(words[sample], offsets, config.max_word_chars, config.char_vocab_size)
-        for sample, offsets in zip(windows, encoding["offset_mapping"])
-    ]
     if return_tensors == "pt":
-        min_chars = max(getattr(config, "char_kernel_sizes", None) or [1])
-        char_ids = pad_char_ids(char_ids, seq_len=encoding["input_ids"].shape[1], min_chars=min_chars)
+        # The windows of one text are consecutive: look up all their tokens at once.
+        offsets, seq_len, per_text, first = encoding["offset_mapping"], encoding["input_ids"].shape[1], [], 0
+        for sample, group in itertools.groupby(windows.tolist()):
+            count = len(list(group))
+            text_offsets = offsets[first : first + count].reshape(-1, 2)
+            per_text.append(words[sample].char_tensor(text_offsets).reshape(count, seq_len, -1))
+            first += count
+        width = max(t.shape[-1] for t in per_text)
+        char_ids = torch.cat([torch.nn.functional.pad(t, (0, width - t.shape[-1])) for t in per_text])
+        char_ids = trim_char_ids(char_ids, min_chars=max(getattr(config, "char_kernel_sizes", None) or [1]))
+    else:
+        char_ids = [
+            [words[i].char_ids(s, e) if e > s else [] for s, e in offsets]
+            for i, offsets in zip(windows, encoding["offset_mapping"])
+        ]
     encoding["char_ids"] = char_ids
     return encoding
 
@@ -239,9 +286,7 @@ def merge_windows(windows):
     """
     best = {}
     for offsets, tag_ids, tag_scores in windows:
-        offsets = _as_offset_pairs(offsets)
-        tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else list(tag_ids)
-        tag_scores = tag_scores.tolist() if isinstance(tag_scores, torch.Tensor) else list(tag_scores)
+        offsets, tag_ids, tag_scores = _check_lengths(offsets, tag_ids, tag_scores)
         real = [i for i, (s, e) in enumerate(offsets) if e > s]
         seen = {}
         for k, i in enumerate(real):
@@ -256,6 +301,17 @@ def merge_windows(windows):
         [best[k][1] for k in keys],
         [best[k][2] for k in keys],
     )
+
+
+def _check_lengths(offsets, tag_ids, tag_scores):
+    offsets = _as_offset_pairs(offsets)
+    tag_ids = [int(t) for t in (tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids)]
+    tag_scores = tag_scores.tolist() if isinstance(tag_scores, torch.Tensor) else list(tag_scores)
+    if not len(offsets) == len(tag_ids) == len(tag_scores):
+        raise ValueError(
+            f"offsets, tag_ids and tag_scores differ in length: {len(offsets)}, {len(tag_ids)}, {len(tag_scores)}"
+        )
+    return offsets, tag_ids, tag_scores
 
 
 def _label_of(tag_id, id2label):
@@ -295,7 +351,8 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
 
     An entity runs from the start of its B- token (or of a stray I- token, which starts a new entity rather than
     being dropped) to the end of the last following I- token of the same type; `word == text[start:end]`.
-    Special and padding tokens (`start == end`) are skipped. The entity's `score` is the *minimum* of its tokens'
+    Special and padding tokens (`start == end`) and tokens outside the CRF chain (tag id < 0, e.g. -100) are
+    skipped. The entity's `score` is the *minimum* of its tokens'
     confidences: an entity is no more certain than its least certain token, and for CRF marginals the minimum
     bounds the probability that the whole span is right.
 
@@ -303,13 +360,7 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
         list of dicts `{entity_group, type, tier, score, start, end, word}` in text order (`entity_group` repeats
         `type` for code written against the stock token-classification pipeline).
     """
-    offsets = _as_offset_pairs(offsets)
-    tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else list(tag_ids)
-    tag_scores = tag_scores.tolist() if isinstance(tag_scores, torch.Tensor) else list(tag_scores)
-    if not len(offsets) == len(tag_ids) == len(tag_scores):
-        raise ValueError(
-            f"offsets, tag_ids and tag_scores differ in length: {len(offsets)}, {len(tag_ids)}, {len(tag_scores)}"
-        )
+    offsets, tag_ids, tag_scores = _check_lengths(offsets, tag_ids, tag_scores)
     entities = []
     current = None  # [type, start, end, scores]
 
@@ -320,9 +371,9 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
                 entities.append(entity)
 
     for (start, end), tag_id, score in zip(offsets, tag_ids, tag_scores):
-        if end <= start:
+        if end <= start or tag_id < 0:
             continue
-        prefix, entity_type = _label_of(int(tag_id), id2label)
+        prefix, entity_type = _label_of(tag_id, id2label)
         if prefix == "I" and current is not None and current[0] == entity_type:
             current[2] = end
             current[3].append(score)
@@ -333,12 +384,38 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
     return entities
 
 
+def decode_tokens(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
+    """Per-token predictions, without grouping: one dict `{entity, type, tier, score, index, start, end, word}` per
+    token tagged other than "O" (`entity` is the BIO label, `index` the token's position in `offsets`)."""
+    offsets, tag_ids, tag_scores = _check_lengths(offsets, tag_ids, tag_scores)
+    tokens = []
+    for index, ((start, end), tag_id, score) in enumerate(zip(offsets, tag_ids, tag_scores)):
+        if end <= start or tag_id < 0:
+            continue
+        prefix, entity_type = _label_of(tag_id, id2label)
+        if prefix == "O":
+            continue
+        tokens.append({
+            "entity": f"{prefix}-{entity_type}",
+            "type": entity_type,
+            "tier": type_to_tier.get(entity_type),
+            "score": float(score),
+            "index": index,
+            "start": start,
+            "end": end,
+            "word": text[start:end],
+        })
+    return tokens
+
+
 __all__ = [
     "encode_char",
     "token_char_ids",
     "pad_char_ids",
+    "trim_char_ids",
     "default_max_length",
     "encode_texts",
     "merge_windows",
     "decode_entities",
+    "decode_tokens",
 ]

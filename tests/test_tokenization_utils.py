@@ -1,5 +1,6 @@
 """tokenization_utils: char ids, padding, windowed encoding, window merging and entity decoding."""
 
+import functools
 import re
 
 import pytest
@@ -7,11 +8,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import TINY_VOCAB
+from conftest import TINY_VOCAB, build_tiny_tokenizer
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 from piiner.tokenization_utils import (
     HASHED_CHAR_BUCKETS,
+    _WordIndex,
     decode_entities,
     default_max_length,
     encode_char,
@@ -23,6 +25,12 @@ from piiner.tokenization_utils import (
 
 CONFIG = PiiNerConfig()
 VOCAB = CONFIG.char_vocab_size
+
+
+@functools.lru_cache(maxsize=1)
+def _session_tokenizer():
+    # hypothesis tests cannot take function-scoped fixtures
+    return build_tiny_tokenizer()
 
 
 def tags_for_spans(offsets, spans):
@@ -163,6 +171,31 @@ def test_encode_texts_adds_char_ids_matching_token_char_ids(tiny_tokenizer):
         width = expected.shape[2]
         assert torch.equal(enc["char_ids"][w, :, :width], expected[0])
         assert not enc["char_ids"][w, :, width:].any()
+
+
+@given(
+    st.lists(
+        st.one_of(st.text(alphabet="ab(J)@.-:9é中🙂", min_size=1, max_size=14), st.sampled_from([" ", "\t", "\n  "])),
+        max_size=12,
+    )
+)
+@settings(max_examples=25, deadline=None)
+def test_vectorised_char_ids_equal_the_per_token_reference(pieces):
+    tokenizer = _session_tokenizer()
+    text = "".join(pieces)
+    config = PiiNerConfig(max_word_chars=6)
+    enc = encode_texts(tokenizer, [text], config)
+    reference = token_char_ids(text, enc["offset_mapping"][0], 6, config.char_vocab_size)
+    expected = pad_char_ids([reference], seq_len=enc["input_ids"].shape[1])[0]
+    got = enc["char_ids"][0]
+    assert torch.equal(got[:, : expected.shape[1]], expected) and not got[:, expected.shape[1]:].any()
+    # Arbitrary offsets too: spanning whitespace, across words, inside long words.
+    offsets = [(i, j) for i in range(len(text)) for j in (i + 1, i + 3, i + 9) if j <= len(text)]
+    reference = pad_char_ids([token_char_ids(text, offsets, 6, config.char_vocab_size)])[0]
+    got = _WordIndex(text, 6, config.char_vocab_size).char_tensor(torch.tensor(offsets))
+    width = max(reference.shape[-1], got.shape[-1])
+    pad = torch.nn.functional.pad
+    assert torch.equal(pad(got, (0, width - got.shape[-1])), pad(reference, (0, width - reference.shape[-1])))
 
 
 @pytest.mark.parametrize("text", ["", " ", "\t\n  \n"])
