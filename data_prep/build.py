@@ -81,7 +81,7 @@ def build(out_dir, sources=DEFAULT_SOURCES, from_dirs=None, synthetic_per_type=D
         with open(path, "w", encoding="utf-8") as f:
             for r in splits["test"]:
                 if r["source"] == source:
-                    f.write(json.dumps({"id": r["id"], "text": r["text"], "spans": r["spans"]}, ensure_ascii=False) + "\n")
+                    f.write(json.dumps({"id": r["id"], "source": source, "text": r["text"], "spans": r["spans"]}, ensure_ascii=False) + "\n")
     settings = {"sources": ",".join(sources), "synthetic_per_type": synthetic_per_type, "seed": seed}
     write_audit(out_dir, splits, audit, settings)
     if verbose:

@@ -21,5 +21,6 @@ def records(source, rows_by_split, audit):
         if spans is None:
             continue
         uid = row_id(row, split, i)
+        split = row.get("split") or row.get("set") or split  # the row's own column wins over the file name
         yield {"id": f"{source}-{uid}", "source": source, "text": row.get("source_text"), "spans": spans,
-               "group": f"{source}/{uid}", "source_split": row.get("split") or row.get("set") or split}
+               "group": f"{source}/{split}/{uid}", "source_split": split}

@@ -26,7 +26,7 @@ def finance_records(source, rows_by_split, audit):
             continue
         uid = row_id(row, split, i, ID_KEYS)
         yield {"id": f"{source}-{uid}", "source": source, "text": row.get("generated_text"), "spans": spans,
-               "group": f"{source}/{uid}", "source_split": split}
+               "group": f"{source}/{split}/{uid}", "source_split": split}
 
 
 def find_occurrences(text, value):
@@ -67,4 +67,4 @@ def masking_records(source, rows_by_split, audit):
             spans += [{"start": s, "end": s + len(value), "label": labels[0]} for s in starts]
         uid = row_id(row, split, i, ID_KEYS)
         yield {"id": f"{source}-{uid}", "source": source, "text": text, "spans": spans,
-               "group": f"{source}/{uid}", "source_split": split}
+               "group": f"{source}/{split}/{uid}", "source_split": split}

@@ -14,4 +14,4 @@ def records(source, rows_by_split, audit):
             continue
         uid = row_id(row, split, i)
         yield {"id": f"{source}-{uid}", "source": source, "text": row.get("text"), "spans": spans,
-               "group": f"{source}/{uid}", "source_split": split}
+               "group": f"{source}/{split}/{uid}", "source_split": split}
