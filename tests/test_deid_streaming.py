@@ -1,0 +1,67 @@
+"""Streaming: output keeps pace with input (flat memory by construction), order is kept, and a detector that fails
+on one record costs that record only."""
+
+import io
+import json
+
+import pytest
+
+from deid import Redactor
+from deid.regex_detector import RegexDetector
+from deid.streaming import StreamFailure, redact_stream
+
+
+class CountingInput:
+    """An endless-looking line source that records how many lines have been pulled."""
+
+    def __init__(self, lines):
+        self.lines, self.pulled = lines, 0
+
+    def __iter__(self):
+        for line in self.lines:
+            self.pulled += 1
+            yield line
+
+
+class RecordingOutput(io.BytesIO):
+    def __init__(self, source):
+        super().__init__()
+        self.source, self.lag = source, []
+
+    def write(self, data):
+        self.lag.append(self.source.pulled - (self.getvalue().count(b"\n") + 1))
+        return super().write(data)
+
+
+def test_output_never_lags_input_by_more_than_a_batch():
+    source = CountingInput([f"line {i} mail u{i}@x.com\n".encode() for i in range(1000)])
+    out = RecordingOutput(source)
+    summary = redact_stream(source, out, Redactor(RegexDetector()), fmt="text", batch_size=8)
+    assert summary.records == 1000 and summary.entities == 1000
+    assert max(out.lag) <= 8
+    lines = out.getvalue().decode().splitlines()
+    assert json.loads(lines[999])["redacted_text"] == "line 999 mail [EMAIL]"
+
+
+def test_a_text_the_detector_fails_on_costs_only_its_line():
+    def detector(texts):
+        if any("boom" in t for t in texts):
+            raise RuntimeError("tokenizer exploded")
+        return RegexDetector()(texts)
+
+    lines = [b"a@b.com\n", b"boom\n", b"c@d.com\n"]
+    errors = []
+    out = io.BytesIO()
+    summary = redact_stream(iter(lines), out, Redactor(detector), fmt="text", batch_size=8,
+                            on_error=lambda line, message: errors.append((line, message)))
+    records = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [r.get("redacted_text") for r in records] == ["[EMAIL]", None, "[EMAIL]"]
+    assert errors == [(2, "detector failed: RuntimeError: tokenizer exploded")] and summary.failed == 1
+
+
+def test_a_detector_that_always_fails_stops_the_run():
+    def detector(texts):
+        raise RuntimeError("model is broken")
+
+    with pytest.raises(StreamFailure, match="in a row.*model is broken"):
+        redact_stream(iter([b"text\n"] * 50), io.BytesIO(), Redactor(detector), fmt="text")
