@@ -17,7 +17,7 @@ from collections import Counter
 from evaluation.baselines import BaselineUnavailable, get_baseline
 from evaluation.data import align_predictions, check_and_map_spans, load_gold, parse_label_map, read_jsonl
 from evaluation.metrics import span_metrics
-from evaluation.predict import load_pipeline, predict_spans
+from evaluation.predict import check_model_path, load_pipeline, predict_spans
 from evaluation.report import format_markdown, throughput, write_json
 
 
@@ -58,6 +58,8 @@ def _parse_types(spec):
 
 def evaluate(args, command=None):
     """Run one evaluation described by parsed ``args``; returns the report dict (see evaluation.report)."""
+    if args.model:
+        check_model_path(args.model)  # before reading the data: a typo should not cost a dataset load
     types = _parse_types(args.types)
     label_map = parse_label_map(args.label_map)
     rows = load_gold(args.data, split=args.split, source=args.source, limit=args.limit)
