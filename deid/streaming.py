@@ -198,8 +198,12 @@ def _output_record(record, result, text_field, detect_only, summary):
     return out
 
 
+# Line breaks to str.splitlines() though not to JSON: escaped, so every reader sees one record per line.
+UNICODE_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _dumps(obj):
-    text = json.dumps(obj, ensure_ascii=False)
+    text = json.dumps(obj, ensure_ascii=False).translate(UNICODE_LINE_BREAKS)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates (from JSON escapes in the input) only survive as \\u escapes

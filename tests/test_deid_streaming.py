@@ -65,3 +65,14 @@ def test_a_detector_that_always_fails_stops_the_run():
 
     with pytest.raises(StreamFailure, match="in a row.*model is broken"):
         redact_stream(iter([b"text\n"] * 50), io.BytesIO(), Redactor(detector), fmt="text")
+
+
+def test_unicode_line_breaks_and_lone_surrogates_stay_inside_one_output_line():
+    lines = ["a\u2028b\x85c a@b.com\n".encode(), json.dumps({"text": "x \ud800 a@b.com"}).encode() + b"\n"]
+    for fmt, line in (("text", lines[0]), ("jsonl", lines[1])):
+        out = io.BytesIO()
+        redact_stream(iter([line]), out, Redactor(RegexDetector()), fmt=fmt, detect_only=True)
+        text = out.getvalue().decode("utf-8")
+        assert len(text.splitlines()) == 1
+        record = json.loads(text)
+        assert record["text"][record["entities"][0]["start"]:record["entities"][0]["end"]] == "a@b.com"
