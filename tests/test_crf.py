@@ -1,0 +1,150 @@
+"""The CRF against brute-force enumeration of every label path on small random cases."""
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from piiner.crf_piiner import (
+    FORBIDDEN_SCORE,
+    PiiNerCRF,
+    bio_constraints,
+    crf_log_partition,
+    crf_marginals,
+    crf_path_score,
+    crf_token_nll,
+    viterbi_decode,
+)
+
+ID2LABEL = {0: "O", 1: "B-A", 2: "I-A", 3: "B-B", 4: "I-B"}
+NUM_LABELS = len(ID2LABEL)
+# Rows of different lengths, one starting late (a masked [CLS]), one with a hole, one with a single position,
+# one empty.
+MASK = torch.tensor(
+    [
+        [1, 1, 1, 1],
+        [0, 1, 1, 0],
+        [1, 0, 1, 1],
+        [0, 0, 1, 0],
+        [0, 0, 0, 0],
+    ],
+    dtype=torch.bool,
+)
+
+
+def random_crf(seed, constrained):
+    generator = torch.Generator().manual_seed(seed)
+    emissions = torch.randn(MASK.shape[0], MASK.shape[1], NUM_LABELS, generator=generator) * 3
+    start = torch.randn(NUM_LABELS, generator=generator)
+    transitions = torch.randn(NUM_LABELS, NUM_LABELS, generator=generator)  # [to, from]
+    end = torch.randn(NUM_LABELS, generator=generator)
+    allowed, start_allowed = bio_constraints(ID2LABEL)
+    if constrained:
+        start = start.masked_fill(~start_allowed, FORBIDDEN_SCORE)
+        transitions = transitions.masked_fill(~allowed, FORBIDDEN_SCORE)
+    return emissions, start, transitions, end
+
+
+def enumerate_paths(emissions, mask_row, start, transitions, end):
+    """Every label path over the real positions of one row, with its score; forbidden paths left out."""
+    positions = mask_row.nonzero().flatten().tolist()
+    if not positions:
+        return
+    emissions, start, transitions, end = (x.tolist() for x in (emissions, start, transitions, end))
+    for path in itertools.product(range(NUM_LABELS), repeat=len(positions)):
+        score = start[path[0]] + end[path[-1]]
+        score += sum(emissions[p][y] for p, y in zip(positions, path))
+        score += sum(transitions[to][frm] for frm, to in zip(path, path[1:]))
+        if score > FORBIDDEN_SCORE / 2:
+            yield positions, path, score
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained):
+    emissions, start, transitions, end = random_crf(seed, constrained)
+    log_z, _ = crf_log_partition(emissions, MASK, start, transitions, end)
+    tags, best_scores = viterbi_decode(emissions, MASK, start, transitions, end)
+    marginals = crf_marginals(emissions, MASK, start, transitions, end)
+    for row in range(MASK.shape[0]):
+        paths = list(enumerate_paths(emissions[row], MASK[row], start, transitions, end))
+        if not MASK[row].any():
+            assert log_z[row] == 0 and best_scores[row] == 0
+            assert (tags[row] == -100).all() and marginals[row].sum() == 0
+            continue
+        expected_log_z = math.log(sum(math.exp(score) for _, _, score in paths))
+        assert log_z[row].item() == pytest.approx(expected_log_z, abs=1e-4)
+        positions, best_path, best = max(paths, key=lambda item: item[2])
+        assert tags[row, positions].tolist() == list(best_path)
+        assert (tags[row, ~MASK[row]] == -100).all()
+        assert best_scores[row].item() == pytest.approx(best, abs=1e-4)
+        expected = torch.zeros(MASK.shape[1], NUM_LABELS, dtype=torch.float64)
+        for _, path, score in paths:
+            for position, label in zip(positions, path):
+                expected[position, label] += math.exp(score - expected_log_z)
+        torch.testing.assert_close(marginals[row].double(), expected, atol=1e-5, rtol=1e-4)
+        assert marginals[row, positions].sum(-1).tolist() == pytest.approx([1.0] * len(positions), abs=1e-5)
+
+
+def test_path_score_and_token_nll_split_exactly():
+    emissions, start, transitions, end = random_crf(3, constrained=True)
+    tags = torch.tensor([[1, 2, 2, 0], [0, 3, 4, 0], [0, 0, 1, 2], [0, 0, 3, 0], [0, 0, 0, 0]])
+    score = crf_path_score(emissions, tags, MASK, start, transitions, end)
+    log_z, _ = crf_log_partition(emissions, MASK, start, transitions, end)
+    terms = crf_token_nll(emissions, tags, MASK, start, transitions, end)
+    for row in range(MASK.shape[0]):
+        positions = MASK[row].nonzero().flatten().tolist()
+        expected = [s for pos, path, s in enumerate_paths(emissions[row], MASK[row], start, transitions, end)
+                    if list(path) == tags[row, positions].tolist()] if positions else [0.0]
+        assert score[row].item() == pytest.approx(expected[0], abs=1e-4)
+    # Each term is -log of a conditional probability: >= 0, zero off the mask, and they sum to the NLL.
+    assert (terms >= -1e-5).all() and (terms[~MASK] == 0).all()
+    torch.testing.assert_close(terms.sum(-1), log_z - score, atol=1e-4, rtol=1e-5)
+
+
+def test_constraints_follow_bio():
+    allowed, start_allowed = bio_constraints(ID2LABEL)
+    # allowed[to, from]: I-A only after B-A or I-A; never first.
+    assert allowed[2].tolist() == [False, True, True, False, False]
+    assert allowed[4].tolist() == [False, False, False, True, True]
+    assert allowed[[0, 1, 3]].all()
+    assert start_allowed.tolist() == [True, True, False, True, False]
+
+
+def test_decoding_never_returns_a_forbidden_path_even_when_emissions_push_for_it():
+    crf = PiiNerCRF(ID2LABEL)
+    emissions = torch.full((1, 4, NUM_LABELS), -5.0)
+    emissions[0, :, 2] = 5.0  # every position screams I-A
+    tags, _ = viterbi_decode(emissions, torch.ones(1, 4, dtype=torch.bool), *crf.constrained_transitions())
+    assert tags[0, 0].item() != 2 and tags[0].tolist() == [1, 2, 2, 2]
+
+
+def test_repair_tags_turns_stray_inside_labels_into_begin_labels():
+    crf = PiiNerCRF(ID2LABEL)
+    mask = torch.tensor([[0, 1, 1, 1, 1, 1, 0]], dtype=torch.bool)
+    # Masked [CLS], then I-A first, I-A after B-A (kept), I-B after I-A, O, I-B after O; label on [SEP] untouched.
+    tags = torch.tensor([[0, 2, 2, 4, 0, 4, 4]])
+    assert crf.repair_tags(tags, mask).tolist() == [[0, 1, 2, 3, 0, 3, 4]]
+
+
+def test_constrained_transitions_give_forbidden_moves_no_gradient():
+    crf = PiiNerCRF(ID2LABEL)
+    emissions = torch.randn(2, 4, NUM_LABELS)
+    log_z, _ = crf_log_partition(emissions, MASK[:2], *crf.constrained_transitions())
+    log_z.sum().backward()
+    allowed, start_allowed = bio_constraints(ID2LABEL)
+    assert (crf.transitions.grad[~allowed] == 0).all() and (crf.transitions.grad[allowed] != 0).any()
+    assert (crf.start_transitions.grad[~start_allowed] == 0).all()
+
+
+def test_extreme_emissions_keep_log_partition_and_gradients_finite():
+    crf = PiiNerCRF(ID2LABEL)
+    emissions = (torch.randn(5, 4, NUM_LABELS, generator=torch.Generator().manual_seed(4)) * 1000).requires_grad_()
+    tags = torch.tensor([[1, 2, 2, 0]] * 5)
+    start, transitions, end = crf.constrained_transitions()
+    log_z, _ = crf_log_partition(emissions, MASK, start, transitions, end)
+    nll = log_z - crf_path_score(emissions, tags, MASK, start, transitions, end)
+    (nll.sum() + crf_token_nll(emissions, tags, MASK, start, transitions, end).sum()).backward()
+    assert torch.isfinite(nll).all() and (nll >= -1e-3).all()
+    assert torch.isfinite(emissions.grad).all() and torch.isfinite(crf.transitions.grad).all()

