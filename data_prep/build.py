@@ -76,6 +76,9 @@ def build(out_dir, sources=DEFAULT_SOURCES, from_dirs=None, synthetic_per_type=D
         for split, rows in splits.items()
     })
     dataset.save_to_disk(out_dir)
+    for name in os.listdir(out_dir):  # a rebuild with fewer sources must not leave an old source's test file
+        if name.startswith("test_") and name.endswith(".jsonl"):
+            os.remove(os.path.join(out_dir, name))
     for source in sources:
         path = os.path.join(out_dir, f"test_{source}.jsonl")
         with open(path, "w", encoding="utf-8") as f:

@@ -145,7 +145,7 @@ def clean_record(record, audit):
     source = record["source"]
     text = record.get("text")
     if not isinstance(text, str) or not text.strip():
-        audit.reject_record(source, "empty_text")
+        audit.reject_record(source, "missing_or_empty_text")
         return None
     spans = []
     for raw in record.get("spans") or ():

@@ -98,7 +98,7 @@ def test_address_parts_do_not_merge_across_words():
 def test_empty_text_record_rejected_and_noncanonical_label_is_an_adapter_bug():
     audit = Audit()
     assert clean_record(raw("   ", []), audit) is None
-    assert audit.record_rejections["src"]["empty_text"] == 1
+    assert audit.record_rejections["src"]["missing_or_empty_text"] == 1
     with pytest.raises(ValueError, match="non-canonical label 'EMAIL_ADDRESS'"):
         clean_record(raw("a@b.c", [{"start": 0, "end": 5, "label": "EMAIL_ADDRESS"}]), audit)
 
