@@ -63,10 +63,11 @@ def all_templates():
 class SyntheticGenerator:
     """``SyntheticGenerator(seed).records(per_type)`` yields raw records for all 41 types plus hard negatives."""
 
-    def __init__(self, seed=0, compose_probability=0.3, negative_fraction=0.1, wrap_probability=0.08,
-                 case_probability=0.06):
+    def __init__(self, seed=0, compose_probability=0.35, max_templates=3, negative_fraction=0.1,
+                 wrap_probability=0.08, case_probability=0.06):
         self.seed = seed
         self.compose_probability = compose_probability
+        self.max_templates = max_templates
         self.negative_fraction = negative_fraction
         self.wrap_probability = wrap_probability
         self.case_probability = case_probability
@@ -114,14 +115,15 @@ class SyntheticGenerator:
         used = [first]
         parts, spans = [], []
         offset = self._render(first, rng, parts, spans, 0)
-        if kind != "negative" and rng.random() < self.compose_probability:
-            second = rng.choice(self.by_split[split])
-            if second is first:
-                second = rng.choice(self.by_split[split])
-            used.append(second)
+        # Each further template with compose_probability, up to max_templates: texts with several entities.
+        while kind != "negative" and len(used) < self.max_templates and rng.random() < self.compose_probability:
+            following = rng.choice(self.by_split[split])
+            if following in used:
+                following = rng.choice(self.by_split[split])
+            used.append(following)
             joiner = rng.choice(_JOINERS)
             parts.append(joiner)
-            offset = self._render(second, rng, parts, spans, offset + len(joiner))
+            offset = self._render(following, rng, parts, spans, offset + len(joiner))
         text = "".join(parts)
         r = rng.random()
         if r < self.case_probability:
