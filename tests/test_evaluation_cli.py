@@ -177,9 +177,36 @@ def test_regex_spans_never_overlap():
     assert all(a["end"] <= b["start"] for a, b in zip(spans, spans[1:]))
 
 
+def test_presidio_results_are_renamed_and_made_non_overlapping_without_presidio_installed():
+    from types import SimpleNamespace
+
+    from evaluation.baselines import PresidioBaseline
+
+    class FakeAnalyzer:
+        def analyze(self, text, language, entities, score_threshold):
+            r = SimpleNamespace
+            return [r(start=0, end=10, score=0.6, entity_type="PERSON"),
+                    r(start=5, end=10, score=0.85, entity_type="US_SSN"),  # most confident wins the overlap
+                    r(start=12, end=20, score=0.5, entity_type="EMAIL_ADDRESS")]
+
+    baseline = object.__new__(PresidioBaseline)
+    baseline.analyzer, baseline.entities, baseline.score_threshold = FakeAnalyzer(), [], 0.0
+    assert baseline.predict(["x" * 20]) == [[{"start": 5, "end": 10, "label": "SSN"},
+                                             {"start": 12, "end": 20, "label": "EMAIL"}]]
+
+
+@pytest.mark.slow  # loads spaCy's English pipeline
 def test_presidio_baseline_maps_entities():
     pytest.importorskip("presidio_analyzer")
     from evaluation.baselines import PresidioBaseline
 
     (spans,) = PresidioBaseline().predict(["Write to jane.doe@example.com today."])
     assert {"start": 9, "end": 29, "label": "EMAIL"} in spans
+
+
+def test_presidio_missing_exits_naming_the_install_command(monkeypatch, gold_file):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "presidio_analyzer", None)  # import fails as if not installed
+    with pytest.raises(SystemExit, match="pip install -r requirements-presidio.txt"):
+        _run("--baseline", "presidio", "--data", gold_file)
