@@ -23,19 +23,20 @@ KNOWN_SOURCES = {
     "presidio": {"name": "microsoft/presidio-research synthetic sentences", "license": "MIT",
                  "url": "https://github.com/microsoft/presidio-research"},
     "wnut17": {"name": "WNUT-17 Emerging Entities (train/dev)", "license": "CC-BY-4.0", "hub_id": "leondz/wnut_17"},
-    "ai4privacy-400k": {"name": "ai4privacy/pii-masking-400k", "license": "custom (commercial use needs a license)",
+    "ai4privacy": {"name": "ai4privacy/pii-masking-400k", "license": "custom (commercial use needs a license)",
                         "hub_id": "ai4privacy/pii-masking-400k"},
-    "ai4privacy-300k": {"name": "ai4privacy/pii-masking-300k", "license": "custom (commercial use needs a license)",
+    "ai4privacy_300k": {"name": "ai4privacy/pii-masking-300k", "license": "custom (commercial use needs a license)",
                         "hub_id": "ai4privacy/pii-masking-300k"},
-    "ai4privacy-open-500k": {"name": "ai4privacy/open-pii-masking-500k-ai4privacy", "license": "CC-BY-4.0",
+    "ai4privacy_500k": {"name": "ai4privacy/open-pii-masking-500k-ai4privacy", "license": "CC-BY-4.0",
                              "hub_id": "ai4privacy/open-pii-masking-500k-ai4privacy"},
     "nemotron": {"name": "nvidia/Nemotron-PII", "license": "CC-BY-4.0", "hub_id": "nvidia/Nemotron-PII"},
-    "gretel-finance": {"name": "gretelai/synthetic_pii_finance_multilingual (English rows)", "license": "Apache-2.0",
+    "gretel_finance": {"name": "gretelai/synthetic_pii_finance_multilingual (English rows)", "license": "Apache-2.0",
                        "hub_id": "gretelai/synthetic_pii_finance_multilingual"},
-    "gretel-v1": {"name": "gretelai/gretel-pii-masking-en-v1", "license": "Apache-2.0",
+    "gretel_masking": {"name": "gretelai/gretel-pii-masking-en-v1", "license": "Apache-2.0",
                   "hub_id": "gretelai/gretel-pii-masking-en-v1"},
 }
 _ALIASES = {"presidio-research": "presidio", "wnut_17": "wnut17", "wnut-17": "wnut17"}
+_ALIASES.update({e["hub_id"]: k for k, e in KNOWN_SOURCES.items() if e.get("hub_id")})
 
 
 def _source_entry(source):
@@ -189,7 +190,7 @@ def _eval_section(reports, commands):
 
 
 def render_model_card(config, reports, commands=None, data_sources=(), base_model=None, repo_id=None,
-                      revision=None, plot_file=PLOT_FILE):
+                      revision=None, plot_file=PLOT_FILE, training_summary=None):
     """The card as a string: YAML front matter (Hub metadata, model-index) and the markdown body.
 
     Args:
@@ -200,6 +201,7 @@ def render_model_card(config, reports, commands=None, data_sources=(), base_mode
         base_model: Hub id of the pretrained encoder.
         repo_id, revision: where the model is published, for the loading snippet.
         plot_file: the PNG written by ``plot_metrics`` next to the card, or None for no plot.
+        training_summary: optional ``{name: value}`` lines about the run (steps, learning rates, ...).
     """
     cfg = _config_dict(config)
     data = card_metadata(cfg, reports, data_sources, base_model, repo_id)
@@ -223,6 +225,7 @@ def render_model_card(config, reports, commands=None, data_sources=(), base_mode
         "## Labels and tiers", _labels_section(cfg),
         "## Intended use and limits", _INTENDED_USE,
         "## Training data", _data_section(data_sources) if data_sources else "_Not recorded._",
+        *(["Training run:", "\n".join(f"- {k}: {v}" for k, v in training_summary.items())] if training_summary else []),
         "## Evaluation", _eval_section(reports, commands) if reports else "_No evaluation reports were given._",
     ]
     return f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(sections) + "\n"
@@ -283,7 +286,7 @@ def validate_card(content):
 
 
 def write_model_card(output_dir, config, reports, commands=None, data_sources=(), base_model=None, repo_id=None,
-                     revision=None, validate_online=False):
+                     revision=None, training_summary=None, validate_online=False):
     """Write README.md and model_card.md (same card) and the metrics plot into ``output_dir``; returns the card.
 
     ``validate_online=True`` also runs the Hub's own validation (``ModelCard.validate()``, needs the network).
@@ -292,7 +295,8 @@ def write_model_card(output_dir, config, reports, commands=None, data_sources=()
     plot_file = PLOT_FILE if reports else None
     if plot_file:
         plot_metrics(reports, os.path.join(output_dir, plot_file))
-    content = render_model_card(config, reports, commands, data_sources, base_model, repo_id, revision, plot_file)
+    content = render_model_card(config, reports, commands, data_sources, base_model, repo_id, revision, plot_file,
+                                training_summary)
     card = validate_card(content)
     if validate_online:
         card.validate()

@@ -72,7 +72,18 @@ def test_validate_card_rejects_missing_license():
 
 
 def test_write_model_card_writes_readme_card_and_plot(tmp_path, config):
-    content = write_model_card(tmp_path, config, REPORTS, data_sources=["synthetic"], base_model="x/y")
+    content = write_model_card(tmp_path, config, REPORTS, data_sources=["synthetic", "nvidia/Nemotron-PII"],
+                               base_model="x/y", training_summary={"optimizer steps": 120})
+    assert "- optimizer steps: 120" in content and "nvidia/Nemotron-PII | CC-BY-4.0" in content
     assert (tmp_path / "README.md").read_text() == content == (tmp_path / "model_card.md").read_text()
     png = (tmp_path / "piiner_metrics.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_bare_span_metrics_reports_from_training_render(config, tmp_path):
+    # As the training loop holds them: no meta, integer tier keys.
+    reports = {"validation": span_metrics(GOLD, GOLD)}
+    content = write_model_card(tmp_path, config, reports, data_sources=["wnut17"], base_model="x/y")
+    card = validate_card(content)
+    assert {r.metric_type: r.metric_value for r in card.data.eval_results}["f1"] == 1.0
+    assert "(command not recorded)" in content
