@@ -9,6 +9,7 @@ tier against its recall target, per type) and throughput, and writes the JSON re
 """
 
 import argparse
+import json
 import shlex
 import sys
 import time
@@ -33,6 +34,8 @@ def parse_args(argv=None):
     p.add_argument("--types", help="comma-separated piiner types to score (others ignored in gold and predictions)")
     p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")
     p.add_argument("--out", help="write the JSON report here")
+    p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans}, the format "
+                   "--predictions reads, to rescore them later (other --types, --source) without a rerun")
     p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
     p.add_argument("--limit", type=int, help="score only the first N rows (after --source)")
     p.add_argument("--device", help="torch device for --model, e.g. cuda:0 (default: CPU)")
@@ -54,6 +57,13 @@ def _parse_types(spec):
     if unknown:
         raise ValueError(f"--types names types that are not piiner types: {unknown}")
     return types
+
+
+def write_predictions(path, rows, predictions):
+    """JSONL with one line per gold row: its id and text and the predicted spans."""
+    with open(path, "w", encoding="utf-8") as f:
+        for row, spans in zip(rows, predictions):
+            f.write(json.dumps({"id": row["id"], "text": row["text"], "spans": spans}, ensure_ascii=False) + "\n")
 
 
 def evaluate(args, command=None):
@@ -82,8 +92,19 @@ def evaluate(args, command=None):
             raw = predict_spans(pipe, texts, batch_size=args.batch_size)
         pred = [[(s["start"], s["end"], s["label"]) for s in spans] for spans in raw]
     seconds = time.perf_counter() - start
+    if args.save_predictions:
+        write_predictions(args.save_predictions, rows, raw if not args.predictions else
+                          [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred])
 
     report = span_metrics(gold, pred, types=types)
+    sources = sorted({r.get("source") for r in rows} - {None})
+    if len(sources) > 1:
+        # One model run, a row per source: a mixed test split hides which corpus a model is weak on.
+        report["per_source"] = {}
+        for name in sources:
+            keep = [i for i, r in enumerate(rows) if r.get("source") == name]
+            m = span_metrics([gold[i] for i in keep], [pred[i] for i in keep], types=types)
+            report["per_source"][name] = dict(m["overall"], n_texts=len(keep))
     if not args.predictions:
         report["throughput"] = throughput(len(texts), sum(map(len, texts)), seconds)
     report["dropped"] = dict(sorted(dropped.items()))

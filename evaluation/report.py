@@ -1,7 +1,7 @@
 """Evaluation reports: one JSON shape, rendered as markdown tables for the terminal, the README and the card.
 
-A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``throughput``, ``dropped`` (spans
-not scored, by reason) and ``meta`` (command line, model or baseline, data, split, n_texts, seconds).
+A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``per_source`` (overall scores of each
+source when the data mixes several), ``throughput``, ``dropped`` (spans not scored, by reason) and ``meta`` (command line, model or baseline, data, split, n_texts, seconds).
 """
 
 import json
@@ -40,6 +40,11 @@ def overall_table(report):
     return _table(_SCORE_COLS, [[o[c] for c in _SCORE_COLS]])
 
 
+def source_table(report):
+    rows = [[name] + [r[c] for c in _SCORE_COLS] + [r.get("n_texts")] for name, r in report["per_source"].items()]
+    return _table(("source",) + _SCORE_COLS + ("texts",), rows)
+
+
 def tier_table(report):
     rows = []
     for tier, r in sorted(report["per_tier"].items(), key=lambda kv: int(kv[0])):
@@ -72,6 +77,8 @@ def format_markdown(report, title=None):
             + (f", types {', '.join(meta['types'])}" if meta.get("types") else "")
         )
     parts += ["### Overall (strict span match)", overall_table(report)]
+    if report.get("per_source"):
+        parts += ["### Per source", source_table(report)]
     parts += ["### Per tier", tier_table(report)]
     parts += ["### Per type", type_table(report, TIER_OF)]
     t = report.get("throughput")
@@ -98,4 +105,4 @@ def read_json(path):
         return json.load(f)
 
 
-__all__ = ["throughput", "format_markdown", "overall_table", "tier_table", "type_table", "write_json", "read_json"]
+__all__ = ["throughput", "format_markdown", "overall_table", "source_table", "tier_table", "type_table", "write_json", "read_json"]

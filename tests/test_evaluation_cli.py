@@ -52,6 +52,8 @@ def test_predictions_by_id_scored_strictly_and_report_written(tmp_path, gold_fil
     assert report["per_tier"]["1"]["recall"] == 0.5 and report["per_tier"]["1"]["target"] == 0.98
     assert report["meta"]["n_texts"] == 3 and "--predictions" in report["meta"]["command"]
     assert report["dropped"] == {}
+    assert report["per_source"]["web"]["fn"] == 1 and report["per_source"]["web"]["n_texts"] == 2
+    assert report["per_source"]["chat"]["f1"] == 1.0
 
 
 def test_unmapped_gold_type_is_dropped_and_counted(tmp_path, gold_file):
@@ -75,6 +77,15 @@ def test_source_filter_and_line_alignment(tmp_path, gold_file):
     report = _run("--predictions", _write_jsonl(tmp_path / "p.jsonl", preds), "--data", gold_file,
                   "--source", "web")
     assert report["meta"]["n_texts"] == 2 and report["overall"]["tp"] == 2 and report["overall"]["fn"] == 0
+
+
+def test_saved_predictions_rescore_to_the_same_report(tmp_path, gold_file):
+    saved = tmp_path / "saved.jsonl"
+    first = _run("--baseline", "regex", "--data", gold_file, "--save-predictions", saved)
+    again = _run("--predictions", saved, "--data", gold_file)
+    assert again["overall"] == first["overall"] and again["per_type"] == first["per_type"]
+    subset = _run("--predictions", saved, "--data", gold_file, "--source", "chat")
+    assert subset["meta"]["n_texts"] == 1 and subset["overall"]["tp"] == 1
 
 
 def test_types_restriction(tmp_path, gold_file):
