@@ -113,7 +113,7 @@ def check_and_map_spans(row, label_map, dropped, who):
     """Validated ``(start, end, type)`` spans of one row, renamed by ``label_map``.
 
     Offsets outside the text raise (the data is wrong, scoring it would mislead); spans whose type maps to
-    nothing or to no piiner type are dropped and counted in ``dropped[who, reason]``.
+    nothing or to no piiner type, and repeated gold spans, are dropped and counted in ``dropped["who: reason"]``.
     """
     text, out = row["text"], []
     for j, span in enumerate(row.get("spans") or []):
@@ -132,6 +132,11 @@ def check_and_map_spans(row, label_map, dropped, who):
                 continue
         if span_type not in TIER_OF:
             dropped[f"{who}: not a piiner type ({span_type})"] += 1
+            continue
+        if who == "gold" and (start, end, span_type) in out:
+            # A gold span listed twice would demand two identical predictions; predictions listed twice stay,
+            # and score as false positives.
+            dropped["gold: duplicate span"] += 1
             continue
         out.append((start, end, span_type))
     return out

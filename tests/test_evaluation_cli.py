@@ -62,6 +62,14 @@ def test_unmapped_gold_type_is_dropped_and_counted(tmp_path, gold_file):
     assert report["overall"]["tp"] == 3 and report["overall"]["support"] == 3
 
 
+def test_duplicate_gold_span_counts_once_but_duplicate_prediction_is_a_false_positive(tmp_path):
+    row = {"id": "x", "text": "pin 1234", "spans": [{"start": 4, "end": 8, "label": "PIN"}] * 2}
+    path = _write_jsonl(tmp_path / "dup.jsonl", [row])
+    report = _run("--predictions", path, "--data", path)
+    assert (report["overall"]["tp"], report["overall"]["fp"], report["overall"]["fn"]) == (1, 1, 0)
+    assert report["dropped"] == {"gold: duplicate span": 1}
+
+
 def test_label_map_can_drop_a_type(tmp_path, gold_file):
     mapping = tmp_path / "map.json"
     mapping.write_text(json.dumps({"PER": "O", "SSN": "TAX_ID"}))
