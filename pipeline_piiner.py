@@ -99,14 +99,16 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         config = self.model.config
         encoding = encode_texts(self.tokenizer, [text], config, max_length=max_length, stride=stride)
         # Every window carries char ids padded to the same width, so the stock collate can batch windows of
-        # different texts; _forward trims the unused columns again.
+        # different texts; _forward cuts them back to the widest word of the batch (`char_width`).
         char_ids = encoding["char_ids"]
+        char_width = torch.tensor([char_ids.shape[-1]])
         char_ids = torch.nn.functional.pad(char_ids, (0, config.max_word_chars - char_ids.shape[-1]))
         model_keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in encoding]
         num_windows = encoding["input_ids"].shape[0]
         for i in range(num_windows):
             window = {k: encoding[k][i : i + 1] for k in model_keys}
             window["char_ids"] = char_ids[i : i + 1]
+            window["char_width"] = char_width
             window["offset_mapping"] = encoding["offset_mapping"][i : i + 1]
             window["text"] = text
             window["is_last"] = i == num_windows - 1
@@ -116,11 +118,9 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         text = model_inputs.pop("text")
         offsets = model_inputs.pop("offset_mapping")
         is_last = model_inputs.pop("is_last")
-        char_ids = model_inputs["char_ids"]
-        used = char_ids.ne(0).flatten(0, 1).any(0).nonzero()
-        min_width = max(getattr(self.model.config, "char_kernel_sizes", None) or [1])
-        width = max(int(used.max()) + 1 if used.numel() else 0, min_width)
-        model_inputs["char_ids"] = char_ids[:, :, :width]
+        # Back to the widest word of this batch (encode_texts already made it at least the widest kernel).
+        width = int(model_inputs.pop("char_width").max())
+        model_inputs["char_ids"] = model_inputs["char_ids"][:, :, :width]
         output = self.model(**model_inputs)
         tags, scores = output.get("decoded_tags"), output.get("tag_scores")
         if tags is None:

@@ -1,0 +1,249 @@
+"""The piiner token-classification pipeline: exact offsets, batching, long texts, labels from the config, and
+loading a saved snapshot with `pipeline(..., trust_remote_code=True)` in a fresh process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from transformers.utils import ModelOutput
+
+from conftest import TINY_VOCAB, build_tiny_tokenizer, tiny_bert_config
+from piiner.configuration_piiner import PiiNerConfig
+from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+from piiner.tokenization_utils import encode_texts
+
+JOHN, SMITH = TINY_VOCAB.index("john"), TINY_VOCAB.index("smith")
+
+
+def tiny_model(seed=0, **config_overrides):
+    torch.manual_seed(seed)
+    return PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config(), **config_overrides))
+
+
+def make_pipeline(model, **kwargs):
+    return PiiNerTokenClassificationPipeline(model=model, tokenizer=build_tiny_tokenizer(), device=-1, **kwargs)
+
+
+def rule_forward(model, edge_blind=0, john_score=0.9, smith_score=0.8):
+    """A forward that tags "john" B-PERSON and a following "smith" I-PERSON, deterministically.
+
+    With `edge_blind=k` the first and last k real tokens of every window are tagged "O", like a model that lacks
+    context at a window edge: only a merge that trusts central predictions reports each entity whole.
+    """
+    label2id = model.config.label2id
+    begin, inside = label2id["B-PERSON"], label2id["I-PERSON"]
+    calls = []
+
+    def forward(input_ids, attention_mask=None, token_type_ids=None, char_ids=None, **kwargs):
+        calls.append(tuple(input_ids.shape))
+        real = attention_mask.bool() & char_ids.ne(0).any(-1)
+        tags = torch.zeros_like(input_ids)
+        scores = torch.full(input_ids.shape, 0.99)
+        tags[input_ids == JOHN] = begin
+        scores[input_ids == JOHN] = john_score
+        after_john = torch.zeros_like(real)
+        after_john[:, 1:] = input_ids[:, :-1] == JOHN
+        smith = (input_ids == SMITH) & after_john
+        tags[smith], scores[smith] = inside, smith_score
+        if edge_blind:
+            rank = real.long().cumsum(-1)
+            from_end = real.sum(-1, keepdim=True) - rank
+            edge = real & ((rank <= edge_blind) | (from_end < edge_blind))
+            tags[edge] = 0
+        tags[~real] = -100
+        return ModelOutput(logits=None, decoded_tags=tags, tag_scores=scores * real)
+
+    model.forward = forward
+    return calls
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_model()
+
+
+@pytest.fixture
+def rule_pipeline():
+    m = tiny_model(seed=1)
+    calls = rule_forward(m)
+    return make_pipeline(m), calls
+
+
+def spans(entities):
+    return [(e["start"], e["end"], e["type"], e["word"]) for e in entities]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("(John", [(1, 5, "PERSON", "John")]),
+        ("call me: (John Smith).", [(10, 20, "PERSON", "John Smith")]),
+        ("mail john@x.com.", [(5, 9, "PERSON", "john")]),
+        ("a\tJohn\nSmith\tb", [(2, 12, "PERSON", "John\nSmith")]),
+        ("🙂 John 🙂", [(2, 6, "PERSON", "John")]),
+        ("联系John电话", [(2, 6, "PERSON", "John")]),
+        ("Ünïcode JOHN  smith!", [(8, 19, "PERSON", "JOHN  smith")]),
+        ("", []),
+        (" \n\t ", []),
+    ],
+)
+def test_entities_carry_exact_offsets_type_and_tier(rule_pipeline, text, expected):
+    pipe, _ = rule_pipeline
+    entities = pipe(text)
+    assert spans(entities) == expected
+    for e in entities:
+        assert text[e["start"]:e["end"]] == e["word"]
+        assert e["entity_group"] == e["type"] and e["tier"] == 2
+    if expected:
+        assert entities[0]["score"] == pytest.approx(0.8 if "mith" in expected[0][3] else 0.9)
+
+
+def test_aggregation_none_gives_per_token_labels(rule_pipeline):
+    pipe, _ = rule_pipeline
+    tokens = pipe("hi (John Smith)", aggregation_strategy="none")
+    assert [(t["entity"], t["start"], t["end"], t["word"]) for t in tokens] == [
+        ("B-PERSON", 4, 8, "John"), ("I-PERSON", 9, 14, "Smith"),
+    ]
+    assert tokens[0]["score"] == pytest.approx(0.9) and tokens[1]["tier"] == 2
+
+
+def test_min_score_overall_and_per_tier(rule_pipeline):
+    pipe, _ = rule_pipeline
+    text = "John Smith and John"  # entity scores 0.8 (min over tokens) and 0.9
+    assert len(pipe(text)) == 2
+    assert spans(pipe(text, min_score=0.85)) == [(15, 19, "PERSON", "John")]
+    assert pipe(text, min_score={2: 0.95}) == []
+    assert len(pipe(text, min_score={1: 0.95})) == 2
+
+
+def test_labels_and_tiers_come_from_the_model_config():
+    # A checkpoint with another label set must decode its own types (the reference used a global list).
+    id2label = {0: "O", 1: "B-ZIP", 2: "I-ZIP", 3: "B-PERSON", 4: "I-PERSON"}
+    m = tiny_model()
+    # Set after construction: PiiNerConfig(id2label=...) currently replaces a custom label set by the default one.
+    m.config.id2label, m.config.label2id = id2label, {v: k for k, v in id2label.items()}
+    m.config.type_to_tier = {"ZIP": 7, "PERSON": 2}
+    rule_forward(m)  # tags john with label2id["B-PERSON"] == 3
+    pipe = make_pipeline(m)
+    assert [(e["type"], e["tier"]) for e in pipe("John")] == [("PERSON", 2)]
+    m.config.id2label = {**id2label, 3: "B-ZIP"}
+    assert [(e["type"], e["tier"]) for e in pipe("John")] == [("ZIP", 7)]
+
+
+def test_list_input_is_batched_and_equals_one_by_one(model):
+    pipe = make_pipeline(model)
+    texts = ["Call John Smith at john@x.com", "", "SSN:123-45-6789 " * 6, "(John)\tand\nme"]
+    one_by_one = [pipe(t) for t in texts]
+    batched = pipe(texts, batch_size=3)
+    assert [spans(r) for r in batched] == [spans(r) for r in one_by_one]
+    assert any(one_by_one), "a random model tags something"
+    for got, want in zip(batched, one_by_one):
+        assert [e["score"] for e in got] == pytest.approx([e["score"] for e in want], abs=1e-5)
+    for text, result in zip(texts, batched):
+        assert all(text[e["start"]:e["end"]] == e["word"] for e in result)
+
+
+def test_fifty_thousand_characters_every_entity_once_and_whole():
+    m = tiny_model(seed=2)
+    rule_forward(m, edge_blind=3)
+    pipe = make_pipeline(m)
+    filler = ["call", "me", "at", "the", "and", "is", "my"]
+    words, expected, position = [], [], 0
+    i = 0
+    while position < 50_000:
+        if i % 13 == 5:
+            word = "John Smith"
+            expected.append((position, position + len(word), "PERSON", word))
+        else:
+            word = filler[i % len(filler)]
+        words.append(word)
+        position += len(word) + 1
+        i += 1
+    text = " ".join(words + filler)  # the edge-blind model cannot see the text's first and last tokens
+    assert len(text) >= 50_000
+
+    # The test means something only if entities sit on window boundaries: check some window cuts one.
+    windows = encode_texts(pipe.tokenizer, text, m.config)["offset_mapping"].tolist()
+    cut = {
+        (s, e) for s, e, _, _ in expected
+        for window in windows
+        for last_start, last_end in [max(o for o in window if o[1] > o[0])]
+        if s <= last_start < e and last_end < e
+    }
+    assert cut, "no entity straddles a window boundary"
+
+    assert spans(pipe(text, batch_size=4)) == expected
+
+
+def test_window_length_and_stride_parameters(rule_pipeline):
+    pipe, calls = rule_pipeline
+    text = " ".join(["me John Smith"] * 30)
+    expected = spans(pipe(text))
+    calls.clear()
+    assert spans(pipe(text, max_length=16, stride=4)) == expected
+    assert max(shape[1] for shape in calls) == 16 and len(calls) > 5
+    with pytest.raises(ValueError, match="stride"):
+        pipe(text, max_length=16, stride=14)
+
+
+@pytest.mark.parametrize("bad, name", [(None, "NoneType"), (b"John", "bytes"), (3, "int"), (["ok", 4], "int")])
+def test_bad_inputs_raise_type_errors_naming_them(rule_pipeline, bad, name):
+    pipe, _ = rule_pipeline
+    with pytest.raises(TypeError, match=name):
+        pipe(bad)
+
+
+def test_empty_list_and_unknown_options(rule_pipeline):
+    pipe, _ = rule_pipeline
+    assert pipe([]) == []
+    assert [spans(r) for r in pipe(("John", "x"))] == [[(0, 4, "PERSON", "John")], []]
+    with pytest.raises(ValueError, match="aggregation_strategy"):
+        pipe("John", aggregation_strategy="first")
+    with pytest.raises(TypeError):
+        pipe("John", ignore_labels=["O"])
+
+
+def test_snapshot_loads_with_pipeline_in_a_fresh_process(tmp_path):
+    # Bias the emissions towards B-EMAIL so the random model tags every token: deterministic, non-empty output.
+    m = tiny_model(seed=3)
+    with torch.no_grad():
+        m.classifier.bias[m.config.label2id["B-EMAIL"]] += 50.0
+    snapshot = tmp_path / "snapshot"
+    m.save_pretrained(snapshot)
+    build_tiny_tokenizer().save_pretrained(snapshot)
+    texts = ["Mail (John) at john@x.com.\tThanks", "联系 John 🙂"]
+    expected = make_pipeline(m)(texts)
+
+    script = textwrap.dedent(
+        """
+        import importlib.util, json, sys
+        assert importlib.util.find_spec("piiner") is None, "the repo must not be importable here"
+        from transformers import pipeline
+        pipe = pipeline("token-classification", model=sys.argv[1], trust_remote_code=True, device=-1)
+        texts = json.loads(sys.argv[2])
+        print(json.dumps({"class": type(pipe).__module__ + "." + type(pipe).__name__, "results": pipe(texts)}))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf_home"), TOKENIZERS_PARALLELISM="false")
+    work_dir = tmp_path / "elsewhere"
+    work_dir.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(snapshot), json.dumps(texts)],
+        cwd=work_dir, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["class"].endswith("pipeline_piiner.PiiNerTokenClassificationPipeline")
+    assert not out["class"].startswith("piiner."), "the pipeline must come from the snapshot, not the repo"
+    got = out["results"]
+    assert [spans(r) for r in got] == [spans(r) for r in expected]
+    assert all(r for r in got)
+    for text, result in zip(texts, got):
+        for e in result:
+            assert text[e["start"]:e["end"]] == e["word"] and e["type"] == "EMAIL" and e["tier"] == 2
