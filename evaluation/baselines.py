@@ -64,7 +64,8 @@ _MONTH = (
     r"|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
 )
 _B58 = "[1-9A-HJ-NP-Za-km-z]"
-_IPV6 = r"(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,7}:(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6})?"
+_HEX4 = "[0-9A-Fa-f]{1,4}"
+_IPV6 = rf"(?:{_HEX4}:){{7}}{_HEX4}|(?:{_HEX4}:){{1,7}}:(?:{_HEX4}(?::{_HEX4}){{0,6}})?"
 
 # An SSN that failed the SSN rules is not a phone number either.
 _SSN_SHAPE = re.compile(r"\d{3}([- ])\d{2}\1\d{4}")
@@ -116,7 +117,8 @@ def _date(text, start, end, span_type):
 # keyword before it is context, not PII). A refiner gets (text, start, end, type) and returns the type to keep
 # (possibly another one, as a date after "born" is a DATE_OF_BIRTH) or None to reject the match.
 PATTERNS = [
-    ("EMAIL", re.compile(r"\b[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b"), None),
+    # Bounded repeats (RFC 5321 limits) keep a long run of word characters without "@" linear, not quadratic.
+    ("EMAIL", re.compile(r"\b[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}\b"), None),
     ("URL", re.compile(r"\b(?:https?://|www\.)[^\s<>\"'*]+", re.IGNORECASE), None),
     ("CRYPTO_WALLET", re.compile(rf"\b(?:0x[0-9a-fA-F]{{40}}|bc1[02-9ac-hj-np-z]{{25,59}}|[13]{_B58}{{25,34}})\b"),
      None),
@@ -128,9 +130,11 @@ PATTERNS = [
     ("IP_ADDRESS", re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])"), _check(ipv4_valid)),
     ("IP_ADDRESS", re.compile(rf"(?<![\w:])(?:{_IPV6})(?![\w:])"), _check(lambda m: m.count(":") >= 2)),
     ("SWIFT_CODE", re.compile(
-        r"(?:SWIFT|BIC)(?: code)?[:\s#'\"<(\[]*\b(?P<value>[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?)\b", re.IGNORECASE), None),
+        r"(?:SWIFT|BIC)(?: code)?[:\s#'\"<(\[]*\b(?P<value>[A-Z]{6}[A-Z0-9]{2}(?:[A-Z0-9]{3})?)\b", re.IGNORECASE),
+     None),
     ("DATE", re.compile(
-        r"(?<![\w./:-])(?:\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})"
+        r"(?<![\w./:-])(?:\d{4}-\d{1,2}-\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?"
+        r"|\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})"
         rf"|{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}|\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH},? \d{{4}}"
         rf"|{_MONTH} \d{{4}})\b(?![-./:]\w)", re.IGNORECASE), _date),
     ("PHONE", re.compile(
@@ -258,5 +262,6 @@ def get_baseline(name):
     return BASELINES[name]()
 
 
-__all__ = ["BaselineUnavailable", "RegexBaseline", "PresidioBaseline", "get_baseline", "regex_spans", "luhn_valid", "iban_valid",
+__all__ = ["BaselineUnavailable", "RegexBaseline", "PresidioBaseline", "get_baseline", "regex_spans", "luhn_valid",
+           "iban_valid",
            "PRESIDIO_TO_PIINER"]

@@ -1,7 +1,8 @@
 """Evaluation reports: one JSON shape, rendered as markdown tables for the terminal, the README and the card.
 
 A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``per_source`` (overall scores of each
-source when the data mixes several), ``throughput``, ``dropped`` (spans not scored, by reason) and ``meta`` (command line, model or baseline, data, split, n_texts, seconds).
+source when the data mixes several), ``throughput``, ``dropped`` (spans not scored, by reason) and ``meta``
+(command line, model or baseline, data, split, n_texts, seconds).
 """
 
 import json
@@ -105,4 +106,5 @@ def read_json(path):
         return json.load(f)
 
 
-__all__ = ["throughput", "format_markdown", "overall_table", "source_table", "tier_table", "type_table", "write_json", "read_json"]
+__all__ = ["throughput", "format_markdown", "overall_table", "source_table", "tier_table", "type_table", "write_json",
+           "read_json"]

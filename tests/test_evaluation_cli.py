@@ -40,7 +40,8 @@ def test_predictions_by_id_scored_strictly_and_report_written(tmp_path, gold_fil
     preds = [  # out of order, matched by id; one boundary off by one, one type wrong, one spurious
         {"id": "c", "spans": [{"start": 0, "end": 7, "label": "PERSON"}]},
         {"id": "a", "spans": [{"start": 5, "end": 21, "label": "EMAIL"}, {"start": 27, "end": 37, "label": "SSN"}]},
-        {"id": "b", "spans": [{"start": 5, "end": 24, "label": "CREDIT_CARD"}, {"start": 29, "end": 32, "label": "PER"}]},
+        {"id": "b", "spans": [{"start": 5, "end": 24, "label": "CREDIT_CARD"},
+                              {"start": 29, "end": 32, "label": "PER"}]},
     ]
     out = tmp_path / "report.json"
     _run("--predictions", _write_jsonl(tmp_path / "p.jsonl", preds), "--data", gold_file, "--label-map",
@@ -229,3 +230,9 @@ def test_presidio_missing_exits_naming_the_install_command(monkeypatch, gold_fil
     monkeypatch.setitem(sys.modules, "presidio_analyzer", None)  # import fails as if not installed
     with pytest.raises(SystemExit, match="pip install -r requirements-presidio.txt"):
         _run("--baseline", "presidio", "--data", gold_file)
+
+
+@pytest.mark.parametrize("text", ["1-" * 20000, "a." * 20000, "1 " * 20000, "x" * 40000 + "@"])
+def test_regex_stays_linear_on_long_adversarial_text(text):
+    # Asserts no match, not a time: a quadratic pattern would make this one test take tens of seconds.
+    assert regex_spans(text) == []
