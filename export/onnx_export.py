@@ -1,0 +1,175 @@
+"""Export a piiner tagger to ONNX with torch.onnx (the dynamo exporter), CRF decode included.
+
+The graph takes `input_ids`, `attention_mask` and `char_ids` with dynamic batch, sequence and word-length axes and
+returns `emissions` (log-softmax emission scores), `decoded_tags` (the Viterbi path, -100 off the CRF positions) and
+`tag_scores` (the CRF marginal of each decoded tag), the same three things the PyTorch model gives in eval mode.
+
+`PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
+characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
+in Python over the sequence. `PiiNerExportWrapper` computes the same function with the same weights in a static
+shape: the char CNN over every token (the padding tokens are discarded by a `where`) and the CRF as `Scan` loops
+(`export.crf_graph`). Everything the export needs from the model is read from its modules, so a retrained or
+resized model exports without change here.
+"""
+
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from export.crf_graph import scan_decode
+from piiner.modeling_piiner import PiiNerForTokenClassification
+
+
+INPUT_NAMES = ("input_ids", "attention_mask", "char_ids")
+OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")
+ONNX_FILE = "model.onnx"
+# Written next to the graph: what the runtime checks before it trusts the folder.
+EXPORT_INFO_FILE = "onnx_export.json"
+DEFAULT_OPSET = 18
+
+
+def dense_char_features(char_cnn: nn.Module, char_ids: torch.LongTensor) -> torch.Tensor:
+    """
+    `PiiNerCharCNN.forward` on every row of `char_ids` (words, num_chars) without trimming the char axis to the
+    longest word: the trim is a data-dependent shape. Padding the char axis changes nothing, because the max-pool
+    only reads windows that start inside the word; it is padded by the widest kernel so any width is convolvable.
+    """
+    widest = max(char_cnn.kernel_sizes)
+    char_ids = nn.functional.pad(char_ids, (0, widest))
+    lengths = (char_ids != 0).sum(-1)
+    embedded = (char_cnn.embedding(char_ids) * (char_ids != 0).unsqueeze(-1)).transpose(1, 2)
+    pooled = []
+    for kernel_size, conv in zip(char_cnn.kernel_sizes, char_cnn.convs):
+        features = torch.relu(conv(embedded))
+        starts = torch.arange(features.shape[-1], device=features.device)
+        readable = starts.unsqueeze(0) < (lengths - kernel_size + 1).clamp(min=1).unsqueeze(1)
+        pooled.append((features * readable.unsqueeze(1)).amax(dim=-1))
+    return torch.cat(pooled, dim=-1)
+
+
+class PiiNerExportWrapper(nn.Module):
+    """
+    An export-friendly forward of a [`PiiNerForTokenClassification`] in eval mode (dropout off), sharing its
+    weights. Token type ids are not an input: piiner encodes single texts, whose token types are all 0, which is
+    what the encoder assumes when none are given.
+    """
+
+    def __init__(self, model: PiiNerForTokenClassification):
+        super().__init__()
+        self.model = model.eval()
+
+    def forward(self, input_ids, attention_mask, char_ids):
+        piiner = self.model.piiner
+        hidden = piiner.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
+        batch, seq_len, num_chars = char_ids.shape
+        char_features = dense_char_features(piiner.char_cnn, char_ids.reshape(batch * seq_len, num_chars))
+        fused = piiner.fusion(char_features.reshape(batch, seq_len, -1).to(hidden.dtype), hidden)
+        # The CRF positions of `crf_positions`: inside the attention mask and with characters.
+        mask = (char_ids != 0).any(-1) & attention_mask.bool()
+        hidden = torch.where(mask.unsqueeze(-1), fused, hidden)
+        emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
+        start, transitions, end = self.model.crf.constrained_transitions()
+        decoded_tags, tag_scores = scan_decode(emissions, mask, start, transitions, end)
+        return emissions, decoded_tags, tag_scores
+
+
+def example_inputs(config, batch: int = 2, seq_len: int = 7, num_chars: int = 9) -> tuple[torch.Tensor, ...]:
+    """Inputs to trace the export with. The sizes differ from each other and from 0 and 1, which the exporter
+    would specialise; the second row is shorter, so padding is traced too."""
+    vocab_size = config.encoder_config.vocab_size
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(low=1, high=vocab_size, size=(batch, seq_len), generator=generator)
+    attention_mask = torch.ones(batch, seq_len, dtype=torch.long)
+    attention_mask[1, seq_len - 2 :] = 0
+    char_ids = torch.randint(1, config.char_vocab_size, (batch, seq_len, num_chars), generator=generator)
+    char_ids[:, :, num_chars - 3 :] = 0
+    char_ids[:, 0] = 0  # a [CLS]: no characters, outside the CRF
+    char_ids[1, seq_len - 2 :] = 0
+    return input_ids, attention_mask, char_ids
+
+
+def dynamic_dims(config) -> tuple:
+    """The dynamic axes: batch, sequence (up to the encoder's position table, which BERT-like encoders check while
+    tracing) and characters per word."""
+    max_positions = getattr(config.encoder_config, "max_position_embeddings", None)
+    seq_len = torch.export.Dim("seq_len", max=max_positions) if max_positions else torch.export.Dim("seq_len")
+    return torch.export.Dim("batch"), seq_len, torch.export.Dim("num_chars")
+
+
+def export_onnx(
+    model: PiiNerForTokenClassification,
+    output_dir: str | Path,
+    tokenizer=None,
+    opset_version: int = DEFAULT_OPSET,
+    verify: bool = True,
+) -> Path:
+    """
+    Export `model` to `output_dir/model.onnx`, with the model's config (and `tokenizer`, when given) saved beside it
+    so that `export.onnx_runtime.OnnxPiiNer(output_dir)` has everything it needs.
+
+    Args:
+        model: a `PiiNerForTokenClassification` (its weights are read, not changed; it is put in eval mode).
+        output_dir: folder to write; created if missing.
+        tokenizer: the model's fast tokenizer, saved next to the graph.
+        opset_version: ONNX opset of the graph.
+        verify: run the exported graph once in onnxruntime on the trace inputs and compare with PyTorch.
+
+    Returns:
+        The path of the `.onnx` file.
+    """
+    if not isinstance(model, PiiNerForTokenClassification):
+        # Checked by class name too: a model loaded as remote code is a different class object with the same name.
+        if type(model).__name__ != "PiiNerForTokenClassification":
+            raise TypeError(f"export_onnx exports a PiiNerForTokenClassification, got {type(model).__name__}")
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    onnx_path = output_dir / ONNX_FILE
+    wrapper = PiiNerExportWrapper(model).requires_grad_(False)
+    inputs = example_inputs(model.config)
+    batch, seq_len, num_chars = dynamic_dims(model.config)
+    dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: batch, 1: seq_len, 2: num_chars})
+    with torch.no_grad():
+        program = torch.onnx.export(
+            wrapper,
+            inputs,
+            dynamo=True,
+            dynamic_shapes=dynamic_shapes,
+            input_names=list(INPUT_NAMES),
+            output_names=list(OUTPUT_NAMES),
+            opset_version=opset_version,
+            verbose=False,
+        )
+    # One file: the models this repo exports are far below protobuf's 2 GB limit, and one file is what
+    # quantize_dynamic and most deployment tools expect.
+    program.save(str(onnx_path), external_data=False)
+    model.config.save_pretrained(output_dir)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(output_dir)
+    info = {"onnx_file": ONNX_FILE, "inputs": list(INPUT_NAMES), "outputs": list(OUTPUT_NAMES), "opset": opset_version}
+    (output_dir / EXPORT_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    if verify:
+        verify_export(wrapper, onnx_path, inputs)
+    return onnx_path
+
+
+def verify_export(wrapper: nn.Module, onnx_path: str | Path, inputs, atol: float = 1e-4) -> None:
+    """Run the graph in onnxruntime and raise if its emissions, tags or scores differ from PyTorch's."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    feeds = {name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, inputs)}
+    got = session.run(list(OUTPUT_NAMES), feeds)
+    with torch.no_grad():
+        expected = [t.numpy() for t in wrapper(*inputs)]
+    for name, exp, out in zip(OUTPUT_NAMES, expected, got):
+        if exp.shape != out.shape:
+            raise RuntimeError(f"exported graph gives {name} of shape {out.shape}, PyTorch {exp.shape}")
+        if name == "decoded_tags":
+            mismatch = exp != out
+        else:
+            # Forbidden labels sit near -1e4 in log space: compare relative there.
+            mismatch = abs(exp - out) > atol + 1e-5 * abs(exp)
+        if mismatch.any():
+            raise RuntimeError(f"exported graph disagrees with PyTorch on {name} at {int(mismatch.sum())} entries")

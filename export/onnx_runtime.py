@@ -1,0 +1,110 @@
+"""Run an exported piiner graph with onnxruntime: text in, the same entities as the PyTorch pipeline out.
+
+The text side is shared with the pipeline, not re-implemented: `tokenization_utils.encode_texts` makes the windows
+and char ids, the graph gives Viterbi tags and their CRF marginals, `merge_windows` and `decode_entities` turn them
+into entities. Only the model call differs, so the two paths disagree only where float rounding flips a tag.
+
+Usage:
+
+```python
+>>> from export.onnx_runtime import OnnxPiiNer
+>>> finder = OnnxPiiNer("runs/quickstart/onnx", onnx_file="model.int8.onnx")  # doctest: +SKIP
+>>> finder("Mail John at john@x.com.")  # doctest: +SKIP
+[{'entity_group': 'PERSON', 'type': 'PERSON', 'tier': 2, 'score': 0.98, 'start': 5, 'end': 9, 'word': 'John'}, ...]
+```
+"""
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+
+from export.onnx_export import INPUT_NAMES, ONNX_FILE, OUTPUT_NAMES
+from piiner.configuration_piiner import PiiNerConfig
+from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows
+
+
+class OnnxPiiNer:
+    """
+    Entity finder over an exported graph (`export.onnx_export.export_onnx`, optionally quantised by
+    `export.quantize.quantize_int8`).
+
+    Args:
+        model_dir: the export folder: the graph, `config.json` and the tokenizer files.
+        onnx_file (`str`, defaults to `"model.onnx"`): the graph inside `model_dir` (e.g. `"model.int8.onnx"`).
+        tokenizer: a fast tokenizer to use instead of the one saved in `model_dir`.
+        num_threads (`int`, *optional*): onnxruntime intra-op threads (default: onnxruntime's, one per core).
+    """
+
+    def __init__(self, model_dir, onnx_file: str = ONNX_FILE, tokenizer=None, num_threads: int | None = None):
+        model_dir = Path(model_dir)
+        onnx_path = model_dir / onnx_file
+        if not onnx_path.is_file():
+            raise FileNotFoundError(f"no ONNX graph at {onnx_path}: export one with export_onnx.py first")
+        self.config = PiiNerConfig.from_pretrained(model_dir)
+        if tokenizer is None:
+            from transformers import AutoTokenizer
+
+            # The config is passed so AutoTokenizer does not resolve the remote-code config again (and ask to trust it).
+            tokenizer = AutoTokenizer.from_pretrained(model_dir, config=self.config)
+        self.tokenizer = tokenizer
+        options = onnxruntime.SessionOptions()
+        if num_threads:
+            options.intra_op_num_threads = num_threads
+        self.session = onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        inputs = [i.name for i in self.session.get_inputs()]
+        outputs = [o.name for o in self.session.get_outputs()]
+        if inputs != list(INPUT_NAMES) or not set(OUTPUT_NAMES) <= set(outputs):
+            raise ValueError(
+                f"{onnx_path} is not a piiner export: inputs {inputs} (expected {list(INPUT_NAMES)}), outputs "
+                f"{outputs} (expected {list(OUTPUT_NAMES)})"
+            )
+
+    def run(self, input_ids, attention_mask, char_ids) -> dict:
+        """One graph call on already-encoded windows (tensors or arrays); returns the three outputs as arrays."""
+        feeds = {
+            name: np.ascontiguousarray(_as_numpy(value), dtype=np.int64)
+            for name, value in zip(INPUT_NAMES, (input_ids, attention_mask, char_ids))
+        }
+        return dict(zip(OUTPUT_NAMES, self.session.run(list(OUTPUT_NAMES), feeds)))
+
+    def __call__(self, texts, batch_size: int = 32, max_length: int | None = None, stride: int | None = None):
+        """
+        Find PII in one text (returns a list of entity dicts) or in a list of texts (returns a list of lists),
+        the pipeline's `aggregation_strategy="simple"` output.
+
+        Args:
+            batch_size: texts encoded together, and windows per graph call.
+            max_length, stride: the windowing of `tokenization_utils.encode_texts` (defaults as the pipeline's).
+        """
+        single = isinstance(texts, str)
+        texts = [texts] if single else list(texts)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        results = []
+        for first in range(0, len(texts), batch_size):
+            results.extend(self._find(texts[first : first + batch_size], batch_size, max_length, stride))
+        return results[0] if single else results
+
+    def _find(self, texts, batch_size, max_length, stride):
+        encoding = encode_texts(self.tokenizer, texts, self.config, max_length=max_length, stride=stride)
+        windows_of = defaultdict(list)
+        samples = encoding["overflow_to_sample_mapping"].tolist()
+        for first in range(0, len(samples), batch_size):
+            rows = slice(first, first + batch_size)
+            out = self.run(encoding["input_ids"][rows], encoding["attention_mask"][rows], encoding["char_ids"][rows])
+            for i, sample in enumerate(samples[rows]):
+                windows_of[sample].append(
+                    (encoding["offset_mapping"][first + i], out["decoded_tags"][i].tolist(), out["tag_scores"][i].tolist())
+                )
+        type_to_tier = self.config.type_to_tier or {}
+        entities = []
+        for sample, text in enumerate(texts):
+            offsets, tags, scores = merge_windows(windows_of[sample])
+            entities.append(decode_entities(text, offsets, tags, scores, self.config.id2label, type_to_tier))
+        return entities
+
+
+def _as_numpy(value):
+    return value.numpy() if hasattr(value, "numpy") else np.asarray(value)

@@ -1,0 +1,52 @@
+"""Dynamic int8 quantisation of an exported piiner graph with onnxruntime.
+
+Weights of the matrix multiplications (the encoder's attention and feed-forward layers, the fusion gate, the
+emission layer) are stored as int8 and activations are quantised on the fly per call; everything else, the char
+CNN, layer norms, softmax and the CRF decode, stays in float32. No calibration data is needed.
+"""
+
+from pathlib import Path
+
+from onnxruntime.quantization import QuantType, quantize_dynamic
+
+from export.onnx_export import ONNX_FILE
+
+
+INT8_ONNX_FILE = "model.int8.onnx"
+
+
+def quantize_int8(
+    model_path: str | Path,
+    output_path: str | Path | None = None,
+    per_channel: bool = False,
+    quantize_embeddings: bool = False,
+) -> Path:
+    """
+    Write an int8 copy of the graph at `model_path` (a `.onnx` file, or an export folder holding `model.onnx`).
+
+    Args:
+        output_path: where to write (default: `model.int8.onnx` next to the input).
+        per_channel: one scale per output channel instead of per tensor (slower on some CPUs, sometimes closer).
+        quantize_embeddings: also store the token embedding table as int8 (a smaller file; the matrix products
+            are where the speed comes from).
+
+    Returns:
+        The path of the int8 graph.
+    """
+    model_path = Path(model_path)
+    if model_path.is_dir():
+        model_path = model_path / ONNX_FILE
+    if not model_path.is_file():
+        raise FileNotFoundError(f"no ONNX graph at {model_path}")
+    output_path = Path(output_path) if output_path is not None else model_path.with_name(INT8_ONNX_FILE)
+    op_types = ["MatMul"] + (["Gather"] if quantize_embeddings else [])
+    quantize_dynamic(
+        model_path,
+        output_path,
+        op_types_to_quantize=op_types,
+        per_channel=per_channel,
+        weight_type=QuantType.QInt8,
+        # Only MatMuls with a constant weight: the CRF's and attention's activation-by-activation products stay fp32.
+        extra_options={"MatMulConstBOnly": True},
+    )
+    return output_path
