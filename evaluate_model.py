@@ -3,6 +3,7 @@
     python evaluate_model.py --model runs/quickstart --data data/quickstart --split test --out report.json
     python evaluate_model.py --baseline regex --data data/quickstart --source presidio
     python evaluate_model.py --predictions preds.jsonl --data gold.jsonl --label-map PER=PERSON,MISC=O
+    python evaluate_model.py --model runs/quickstart --data data/quickstart --source presidio --compare presidio,regex
 
 A true positive is an exact (start, end, type) match on the original text. Prints markdown tables (overall, per
 tier against its recall target, per type) and throughput, and writes the JSON report with ``--out``.
@@ -15,7 +16,7 @@ import sys
 import time
 from collections import Counter
 
-from evaluation.baselines import BaselineUnavailable, get_baseline
+from evaluation.baselines import BASELINES, BaselineUnavailable, get_baseline
 from evaluation.data import align_predictions, check_and_map_spans, load_gold, parse_label_map, read_jsonl
 from evaluation.metrics import span_metrics
 from evaluation.predict import check_model_path, load_pipeline, predict_spans
@@ -33,6 +34,8 @@ def parse_args(argv=None):
     p.add_argument("--source", help="keep only rows whose 'source' column equals this")
     p.add_argument("--types", help="comma-separated piiner types to score (others ignored in gold and predictions)")
     p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")
+    p.add_argument("--compare", help="comma-separated baselines (regex, presidio) scored on the same rows in the "
+                   "same run, reported under 'compare' with a side-by-side table")
     p.add_argument("--out", help="write the JSON report here")
     p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans}, the format "
                    "--predictions reads, to rescore them later (other --types, --source) without a rerun")
@@ -44,6 +47,9 @@ def parse_args(argv=None):
         p.error("--limit must be >= 1")
     if args.batch_size < 1:
         p.error("--batch-size must be >= 1")
+    unknown = [b for b in (args.compare or "").split(",") if b.strip() and b.strip() not in BASELINES]
+    if unknown:
+        p.error(f"--compare: unknown baselines {unknown}; choose from {sorted(BASELINES)}")
     return args
 
 
@@ -66,36 +72,21 @@ def write_predictions(path, rows, predictions):
             f.write(json.dumps({"id": row["id"], "text": row["text"], "spans": spans}, ensure_ascii=False) + "\n")
 
 
-def evaluate(args, command=None):
-    """Run one evaluation described by parsed ``args``; returns the report dict (see evaluation.report)."""
-    if args.model:
-        check_model_path(args.model)  # before reading the data: a typo should not cost a dataset load
-    types = _parse_types(args.types)
-    label_map = parse_label_map(args.label_map)
-    rows = load_gold(args.data, split=args.split, source=args.source, limit=args.limit)
-    texts = [r["text"] for r in rows]
-    dropped = Counter()
-    gold = [check_and_map_spans(r, label_map, dropped, "gold") for r in rows]
-
-    start = time.perf_counter()
-    if args.predictions:
-        pred_rows = align_predictions(rows, read_jsonl(args.predictions), args.predictions)
-        pred = [check_and_map_spans(r, label_map, dropped, "pred") for r in pred_rows]
+def _run_predictor(args, texts):
+    """Predicted span dicts of the model or baseline named in ``args``, and the seconds the prediction took."""
+    if args.baseline:
+        predictor = get_baseline(args.baseline)
+        start = time.perf_counter()  # loading spaCy or the model is not throughput
+        raw = predictor.predict(texts)
     else:
-        if args.baseline:
-            predictor = get_baseline(args.baseline)
-            start = time.perf_counter()  # loading spaCy is not throughput
-            raw = predictor.predict(texts)
-        else:
-            pipe = load_pipeline(args.model, args.device)
-            start = time.perf_counter()
-            raw = predict_spans(pipe, texts, batch_size=args.batch_size)
-        pred = [[(s["start"], s["end"], s["label"]) for s in spans] for spans in raw]
-    seconds = time.perf_counter() - start
-    if args.save_predictions:
-        write_predictions(args.save_predictions, rows, raw if not args.predictions else
-                          [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred])
+        pipe = load_pipeline(args.model, args.device)
+        start = time.perf_counter()
+        raw = predict_spans(pipe, texts, batch_size=args.batch_size)
+    return raw, time.perf_counter() - start
 
+
+def score(rows, gold, pred, types):
+    """``span_metrics`` of all rows, plus the overall scores of each source when the rows mix several."""
     report = span_metrics(gold, pred, types=types)
     sources = sorted({r.get("source") for r in rows} - {None})
     if len(sources) > 1:
@@ -105,21 +96,61 @@ def evaluate(args, command=None):
             keep = [i for i, r in enumerate(rows) if r.get("source") == name]
             m = span_metrics([gold[i] for i in keep], [pred[i] for i in keep], types=types)
             report["per_source"][name] = dict(m["overall"], n_texts=len(keep))
-    if not args.predictions:
-        report["throughput"] = throughput(len(texts), sum(map(len, texts)), seconds)
+    return report
+
+
+def _as_tuples(raw):
+    return [[(s["start"], s["end"], s["label"]) for s in spans] for spans in raw]
+
+
+def evaluate(args, command=None):
+    """Run one evaluation described by parsed ``args``; returns the report dict (see evaluation.report)."""
+    if args.model:
+        check_model_path(args.model)  # before reading the data: a typo should not cost a dataset load
+    types = _parse_types(args.types)
+    label_map = parse_label_map(args.label_map)
+    compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
+    rows = load_gold(args.data, split=args.split, source=args.source, limit=args.limit)
+    texts = [r["text"] for r in rows]
+    n_chars = sum(map(len, texts))
+    dropped = Counter()
+    gold = [check_and_map_spans(r, label_map, dropped, "gold") for r in rows]
+
+    seconds = None
+    if args.predictions:
+        pred_rows = align_predictions(rows, read_jsonl(args.predictions), args.predictions)
+        pred = [check_and_map_spans(r, label_map, dropped, "pred") for r in pred_rows]
+        raw = [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred]
+    else:
+        raw, seconds = _run_predictor(args, texts)
+        pred = _as_tuples(raw)
+    if args.save_predictions:
+        write_predictions(args.save_predictions, rows, raw)
+
+    report = score(rows, gold, pred, types)
+    if seconds is not None:
+        report["throughput"] = throughput(len(texts), n_chars, seconds)
+    if compare:
+        # Baselines on exactly the same rows, gold and type restriction, in the same run.
+        report["compare"] = {}
+        for name in compare:
+            raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=name), texts)
+            report["compare"][name] = dict(score(rows, gold, _as_tuples(raw_b), types),
+                                           throughput=throughput(len(texts), n_chars, seconds_b))
     report["dropped"] = dict(sorted(dropped.items()))
     report["meta"] = {
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
         "model": args.model,
         "baseline": args.baseline,
         "predictions": args.predictions,
+        "compare": compare or None,
         "data": args.data,
         "split": args.split,
         "source": args.source,
         "types": types,
         "label_map": label_map or None,
         "n_texts": len(texts),
-        "n_chars": sum(map(len, texts)),
+        "n_chars": n_chars,
         "seconds": seconds,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

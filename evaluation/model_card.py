@@ -120,10 +120,13 @@ def _summary_table(reports):
     lines = ["| evaluation set | system | precision | recall | F1 | F2 | gold spans | texts |",
              "|---|---|---|---|---|---|---|---|"]
     for name, r in reports.items():
-        o, meta = r["overall"], r.get("meta", {})
-        system = f"baseline: {meta['baseline']}" if _is_baseline(r) else "this model"
-        lines.append(f"| {name} | {system} | {o['precision']:.3f} | {o['recall']:.3f} | {o['f1']:.3f} | "
-                     f"{o['f2']:.3f} | {o['support']} | {meta.get('n_texts', '?')} |")
+        meta = r.get("meta", {})
+        systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else "this model", r)]
+        systems += [(f"baseline: {b} (same run)", c) for b, c in (r.get("compare") or {}).items()]
+        for system, s in systems:
+            o = s["overall"]
+            lines.append(f"| {name} | {system} | {o['precision']:.3f} | {o['recall']:.3f} | {o['f1']:.3f} | "
+                         f"{o['f2']:.3f} | {o['support']} | {meta.get('n_texts', '?')} |")
     return "\n".join(lines)
 
 

@@ -41,6 +41,20 @@ def overall_table(report):
     return _table(_SCORE_COLS, [[o[c] for c in _SCORE_COLS]])
 
 
+def compare_table(report, name="this run"):
+    """System by system on the same rows: overall scores, F1 difference to the first system, per-source F1."""
+    systems = {name: report, **report["compare"]}
+    sources = list(report.get("per_source") or {})
+    header = ("system", "precision", "recall", "f1", "f2", "f1 vs " + name) + tuple(f"f1 {s}" for s in sources) + (
+        "ms per 1k chars",)
+    rows = []
+    for system, r in systems.items():
+        o, t = r["overall"], r.get("throughput") or {}
+        rows.append([system, o["precision"], o["recall"], o["f1"], o["f2"], o["f1"] - report["overall"]["f1"]]
+                    + [r["per_source"][s]["f1"] for s in sources] + [t.get("ms_per_1k_chars")])
+    return _table(header, rows)
+
+
 def source_table(report):
     rows = [[name] + [r[c] for c in _SCORE_COLS] + [r.get("n_texts")] for name, r in report["per_source"].items()]
     return _table(("source",) + _SCORE_COLS + ("texts",), rows)
@@ -78,6 +92,8 @@ def format_markdown(report, title=None):
             + (f", types {', '.join(meta['types'])}" if meta.get("types") else "")
         )
     parts += ["### Overall (strict span match)", overall_table(report)]
+    if report.get("compare"):
+        parts += ["### Compared on the same rows", compare_table(report, name)]
     if report.get("per_source"):
         parts += ["### Per source", source_table(report)]
     parts += ["### Per tier", tier_table(report)]
@@ -106,5 +122,5 @@ def read_json(path):
         return json.load(f)
 
 
-__all__ = ["throughput", "format_markdown", "overall_table", "source_table", "tier_table", "type_table", "write_json",
+__all__ = ["throughput", "format_markdown", "overall_table", "compare_table", "source_table", "tier_table", "type_table", "write_json",
            "read_json"]

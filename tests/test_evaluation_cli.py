@@ -97,6 +97,16 @@ def test_saved_predictions_rescore_to_the_same_report(tmp_path, gold_file):
     assert subset["meta"]["n_texts"] == 1 and subset["overall"]["tp"] == 1
 
 
+def test_compare_scores_baselines_on_the_same_rows(tmp_path, gold_file):
+    report = _run("--predictions", gold_file, "--data", gold_file, "--label-map", "PER=PERSON", "--compare", "regex",
+                  "--source", "web")
+    regex = report["compare"]["regex"]
+    assert report["overall"]["f1"] == 1.0 and report["meta"]["compare"] == ["regex"]
+    assert (regex["overall"]["tp"], regex["overall"]["fn"]) == (2, 0) and regex["throughput"]["n_texts"] == 2
+    with pytest.raises(SystemExit):
+        _run("--predictions", gold_file, "--data", gold_file, "--compare", "spacy")
+
+
 def test_types_restriction(tmp_path, gold_file):
     report = _run("--baseline", "regex", "--data", gold_file, "--types", "SSN,EMAIL")
     assert list(report["per_type"]) == ["SSN", "EMAIL"] and report["overall"]["support"] == 2

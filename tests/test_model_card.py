@@ -19,8 +19,10 @@ def _report(gold, pred, **meta):
 
 GOLD = [[(0, 4, "PERSON"), (10, 21, "SSN")], [(3, 9, "EMAIL")]]
 REPORTS = {
-    "synthetic test": _report(GOLD, [[(0, 4, "PERSON"), (10, 21, "SSN")], []], model="runs/q", source="synthetic",
-                              command="python evaluate_model.py --model runs/q --data data/q --source synthetic"),
+    "synthetic test": dict(
+        _report(GOLD, [[(0, 4, "PERSON"), (10, 21, "SSN")], []], model="runs/q", source="synthetic",
+                command="python evaluate_model.py --model runs/q --data data/q --source synthetic --compare regex"),
+        compare={"regex": span_metrics(GOLD, [[(10, 21, "SSN")], []])}),
     "presidio-research held-out (Presidio)": _report(GOLD, [[(0, 4, "PERSON")], []], baseline="presidio",
                                                      command="python evaluate_model.py --baseline presidio ..."),
 }
@@ -57,7 +59,8 @@ def test_card_body_has_the_sections_a_user_needs(config):
                    "| 1 | 0.98 | SSN, CREDIT_CARD", "microsoft/presidio-research synthetic sentences | MIT",
                    "my corpus | MIT", 'repo, revision = "acme/piiner-small", "0123abc"',
                    "python evaluate_model.py --model runs/q --data data/q --source synthetic",
-                   "python evaluate_model.py --baseline presidio", "baseline: presidio", "piiner_metrics.png"):
+                   "python evaluate_model.py --baseline presidio", "baseline: presidio", "piiner_metrics.png",
+                   "| synthetic test | baseline: regex (same run) | 1.000 | 0.333 | 0.500 |"):
         assert needle in body, needle
 
 
