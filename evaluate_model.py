@@ -21,13 +21,14 @@ from evaluation.data import align_predictions, check_and_map_spans, load_gold, p
 from evaluation.metrics import span_metrics
 from evaluation.predict import check_model_path, load_pipeline, predict_spans
 from evaluation.report import format_markdown, throughput, write_json
+from piiner.pii_schema import TIER_OF
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--model", help="saved piiner model folder (or Hub id), run through its pipeline")
-    who.add_argument("--baseline", choices=("regex", "presidio"), help="score a baseline instead of a model")
+    who.add_argument("--baseline", choices=sorted(BASELINES), help="score a baseline instead of a model")
     who.add_argument("--predictions", help="JSONL of {id?, text?, spans} made elsewhere, matched by id or line")
     p.add_argument("--data", required=True, help="dataset folder (save_to_disk), Hub dataset id, or gold JSONL")
     p.add_argument("--split", default="test", help="split of a DatasetDict (default: test)")
@@ -54,8 +55,6 @@ def parse_args(argv=None):
 
 
 def _parse_types(spec):
-    from piiner.pii_schema import TIER_OF
-
     if not spec:
         return None
     types = [t.strip() for t in spec.split(",") if t.strip()]
