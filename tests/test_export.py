@@ -1,0 +1,171 @@
+"""ONNX export, int8 quantisation and the onnxruntime entity finder, on a tiny random tagger.
+
+The graph is exported once per module (the export traces the model, a few seconds); every test reads it."""
+
+import pytest
+import torch
+from conftest import build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
+from transformers import pipeline
+
+from export.crf_graph import scan_decode
+from export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx
+from export.onnx_runtime import OnnxPiiNer
+from export.quantize import quantize_int8
+from piiner.configuration_piiner import PiiNerConfig
+from piiner.crf_piiner import crf_marginals, viterbi_decode
+from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.pii_schema import LABELS, PII_TYPES
+from piiner.tokenization_utils import encode_texts
+
+
+TEXTS = [
+    "Call John Smith at 555-123-4567 or email john@x.com, SSN 123-45-6789.",
+    "hi",
+    "(John) paid with 4111 1111 1111 1111 on 2024-01-02",
+    # Longer than the tiny tokenizer's 64-token window: windows are merged.
+    "my ssn is 123 45 6789 and the email is a.b@c.de, call me at +1 (555) 010-9999. " * 4,
+]
+
+
+def tiny_tagger(encoder_config, seed=0):
+    torch.manual_seed(seed)
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=encoder_config)).eval()
+    with torch.no_grad():
+        # Random emissions this sharp make the CRF tag a mix of labels, so entity comparisons are not all-"O".
+        model.classifier.weight.mul_(50)
+        model.crf.transitions.normal_()
+    return model
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    model = tiny_tagger(tiny_bert_config())
+    tokenizer = build_tiny_tokenizer()
+    root = tmp_path_factory.mktemp("export")
+    model_dir, onnx_dir = root / "model", root / "onnx"
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    export_onnx(model, onnx_dir, tokenizer=tokenizer)
+    return model, tokenizer, model_dir, onnx_dir
+
+
+def emissions_of(model, batch):
+    """The PyTorch model's log-softmax emissions (in eval mode its `logits` are CRF log-marginals instead)."""
+    hidden = model.piiner(batch["input_ids"], batch["attention_mask"], char_ids=batch["char_ids"]).last_hidden_state
+    return torch.log_softmax(model.classifier(hidden).float(), dim=-1)
+
+
+def test_scan_decode_matches_crf_piiner():
+    model = tiny_tagger(tiny_bert_config())
+    start, transitions, end = model.crf.constrained_transitions()
+    emissions = torch.log_softmax(torch.randn(4, 9, len(LABELS)) * 3, dim=-1)
+    mask = torch.ones(4, 9, dtype=torch.bool)
+    mask[:, 0] = False  # [CLS]
+    mask[0, 4] = False  # a hole inside the chain
+    mask[1, 6:] = False  # a shorter row
+    mask[3] = False  # a row without any CRF position
+    with torch.no_grad():
+        expected_tags, _ = viterbi_decode(emissions, mask, start, transitions, end)
+        marginals = crf_marginals(emissions, mask, start, transitions, end)
+        tags, scores = scan_decode(emissions, mask, start, transitions, end)
+    expected_scores = marginals.gather(-1, expected_tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
+    assert torch.equal(tags, expected_tags)
+    torch.testing.assert_close(scores, expected_scores)
+    assert (tags[3] == -100).all() and (scores[3] == 0).all()
+
+
+def test_dense_char_features_match_char_cnn():
+    model = tiny_tagger(tiny_bert_config())
+    # Words shorter than the widest kernel, exactly as wide, and longer; padded wider than any of them.
+    words = torch.zeros(4, 12, dtype=torch.long)
+    for row, length in enumerate([1, 5, 9, 3]):
+        words[row, :length] = torch.arange(length) + 40 + row
+    with torch.no_grad():
+        torch.testing.assert_close(dense_char_features(model.piiner.char_cnn, words), model.piiner.char_cnn(words))
+
+
+def test_wrapper_equals_model(exported):
+    model, tokenizer, _, _ = exported
+    batch = encode_texts(tokenizer, TEXTS[:3], model.config)
+    with torch.no_grad():
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], char_ids=batch["char_ids"])
+        emissions, tags, scores = PiiNerExportWrapper(model)(
+            batch["input_ids"], batch["attention_mask"], batch["char_ids"]
+        )
+    assert torch.equal(tags, out.decoded_tags)
+    torch.testing.assert_close(scores, out.tag_scores, atol=1e-4, rtol=1e-4)
+
+
+def test_onnx_outputs_equal_pytorch_on_new_shapes(exported):
+    model, tokenizer, _, onnx_dir = exported
+    finder = OnnxPiiNer(onnx_dir)
+    # Three rows of different lengths, none of the trace's sizes: batch, sequence and char axes are dynamic.
+    batch = encode_texts(tokenizer, TEXTS[:3], model.config)
+    got = finder.run(batch["input_ids"], batch["attention_mask"], batch["char_ids"])
+    with torch.no_grad():
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], char_ids=batch["char_ids"])
+        emissions = emissions_of(model, batch)
+    torch.testing.assert_close(torch.from_numpy(got["emissions"]), emissions, atol=1e-4, rtol=1e-5)
+    assert torch.equal(torch.from_numpy(got["decoded_tags"]), out.decoded_tags)
+    torch.testing.assert_close(torch.from_numpy(got["tag_scores"]), out.tag_scores, atol=1e-4, rtol=1e-4)
+    assert (out.decoded_tags[:, 0] == -100).all()  # [CLS] stays outside the CRF in the graph too
+
+
+def entity_keys(entities):
+    return [(e["start"], e["end"], e["type"], e["tier"], e["word"]) for e in entities]
+
+
+def test_onnx_entities_equal_pipeline(exported):
+    _, _, model_dir, onnx_dir = exported
+    finder = pipeline("token-classification", model=str(model_dir), trust_remote_code=True)
+    expected = finder(TEXTS)
+    got = OnnxPiiNer(onnx_dir)(TEXTS, batch_size=2)
+    assert sum(len(e) for e in expected) > 0
+    for exp, out in zip(expected, got):
+        assert entity_keys(out) == entity_keys(exp)
+        assert [e["score"] for e in out] == pytest.approx([e["score"] for e in exp], abs=1e-3)
+    # A single text gives a flat list, as the pipeline does.
+    assert entity_keys(OnnxPiiNer(onnx_dir)(TEXTS[0])) == entity_keys(expected[0])
+
+
+def test_int8_graph_finds_valid_spans(exported):
+    model, tokenizer, _, onnx_dir = exported
+    int8_path = quantize_int8(onnx_dir)
+    assert int8_path.stat().st_size < (onnx_dir / "model.onnx").stat().st_size
+    finder = OnnxPiiNer(onnx_dir, onnx_file=int8_path.name)
+    results = finder(TEXTS)
+    assert sum(len(r) for r in results) > 0
+    for text, entities in zip(TEXTS, results):
+        for e in entities:
+            assert 0 <= e["start"] < e["end"] <= len(text) and text[e["start"] : e["end"]] == e["word"]
+            assert e["type"] in PII_TYPES and e["tier"] == model.config.type_to_tier[e["type"]]
+            assert 0.0 <= e["score"] <= 1.0 + 1e-6
+    batch = encode_texts(tokenizer, TEXTS[:2], model.config)
+    tags = finder.run(batch["input_ids"], batch["attention_mask"], batch["char_ids"])["decoded_tags"]
+    # The CRF decode is still constrained: no "I-X" after anything but "B-X"/"I-X".
+    for row in tags.tolist():
+        real = [LABELS[t] for t in row if t != -100]
+        for prev, cur in zip(["O"] + real, real):
+            assert not cur.startswith("I-") or prev[2:] == cur[2:]
+
+
+def test_runtime_rejects_a_folder_without_a_graph(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no ONNX graph"):
+        OnnxPiiNer(tmp_path)
+
+
+def test_export_rejects_other_models(tmp_path):
+    with pytest.raises(TypeError, match="PiiNerForTokenClassification"):
+        export_onnx(torch.nn.Linear(2, 2), tmp_path)
+
+
+@pytest.mark.slow
+def test_deberta_encoder_exports(tmp_path):
+    model = tiny_tagger(tiny_deberta_config())
+    tokenizer = build_tiny_tokenizer()
+    export_onnx(model, tmp_path, tokenizer=tokenizer)  # verifies against PyTorch on the trace inputs
+    batch = encode_texts(tokenizer, TEXTS[:3], model.config)
+    got = OnnxPiiNer(tmp_path).run(batch["input_ids"], batch["attention_mask"], batch["char_ids"])
+    with torch.no_grad():
+        out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], char_ids=batch["char_ids"])
+    assert torch.equal(torch.from_numpy(got["decoded_tags"]), out.decoded_tags)
