@@ -1,0 +1,170 @@
+"""Pieces of the training system in isolation: arguments, label alignment, windows, collator, loss weights."""
+
+import math
+
+import datasets
+import pytest
+import torch
+from conftest import tiny_bert_config
+
+from piiner.configuration_piiner import PiiNerConfig
+from piiner.pii_schema import LABEL2ID
+from training.args import parse_args, parse_tier_weights
+from training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
+from training.collator import PiiNerCollator
+from training.features import align_labels, build_features, oversample
+
+
+def write_yaml(tmp_path, text):
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_flags_override_yaml_and_yaml_overrides_defaults(tmp_path):
+    config = write_yaml(
+        tmp_path,
+        f"output_dir: {tmp_path}/out\nmax_steps: 7\nhead_learning_rate: 5.0e-4\ntier_weights: {{1: 4, 2: 2, 3: 1, 4: 1}}\n"
+        "max_length: 64\nstride: 8\n",
+    )
+    model_args, data_args, args = parse_args(["--config", config, "--max_steps", "9", "--stride", "4"])
+    assert args.max_steps == 9 and data_args.stride == 4  # flags win
+    assert args.head_learning_rate == 5e-4 and data_args.max_length == 64  # YAML beats the defaults
+    assert args.tier_weights == {1: 4.0, 2: 2.0, 3: 1.0, 4: 1.0}
+    assert args.label_names == ["labels"]  # label_weights is computed in compute_loss, not read from the data
+    assert model_args.model_name_or_path.startswith("embedded:")
+
+
+def test_unknown_yaml_key_is_an_error_naming_it(tmp_path):
+    config = write_yaml(tmp_path, f"output_dir: {tmp_path}\nhead_lerning_rate: 1.0e-3\n")
+    with pytest.raises(SystemExit, match="head_lerning_rate"):
+        parse_args(["--config", config])
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [("1:3,2:2,3:1.5,4:1", {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0}), ('{"1": 1, "2": 1, "3": 1, "4": 2}', {1: 1, 2: 1, 3: 1, 4: 2})],
+)
+def test_tier_weights_parse_from_flag_forms(value, expected):
+    assert parse_tier_weights(value) == expected
+
+
+@pytest.mark.parametrize("value", ["1:3,2:2,3:1.5", "1:3,2:2,3:1.5,4:0", "1:3,2:2,3:1,4:1,5:1"])
+def test_tier_weights_reject_missing_extra_or_non_positive_tiers(value):
+    with pytest.raises(ValueError, match="tier_weights"):
+        parse_tier_weights(value)
+
+
+def test_tier_weight_schedule_changes_with_epochs(tmp_path):
+    schedule = '[{"1": 3, "2": 2, "3": 1.5, "4": 1}, {"1": 1, "2": 1, "3": 1, "4": 1}]'
+    _, _, args = parse_args(["--output_dir", str(tmp_path), "--tier_weight_schedule", schedule])
+    assert args.tier_weights_for_epoch(0.7)[1] == 3.0
+    assert args.tier_weights_for_epoch(1.2)[1] == 1.0
+    assert args.tier_weights_for_epoch(5)[1] == 1.0  # the last entry repeats
+
+
+SPANS = [{"start": 8, "end": 20, "label": "EMAIL"}, {"start": 24, "end": 35, "label": "SSN"}]
+
+
+def test_labels_follow_character_spans_not_word_boundaries():
+    # "mail to a.b@cd.com or 123-45-6789!" tokenised into pieces; offsets in characters.
+    offsets = [(0, 0), (0, 4), (5, 7), (8, 9), (9, 10), (10, 20), (21, 23), (24, 27), (27, 35), (35, 36), (0, 0)]
+    labels = align_labels(offsets, SPANS, LABEL2ID)
+    names = [None if i == -100 else list(LABEL2ID)[i] for i in labels]
+    assert names == [
+        None, "O", "O", "B-EMAIL", "I-EMAIL", "I-EMAIL", "O", "B-SSN", "I-SSN", "O", None,
+    ]
+
+
+def test_a_window_opening_inside_an_entity_starts_with_b():
+    offsets = [(0, 0), (12, 20), (21, 23), (0, 0)]  # the window starts in the middle of the email
+    labels = align_labels(offsets, SPANS, LABEL2ID)
+    assert labels[1] == LABEL2ID["B-EMAIL"]
+
+
+def test_token_straddling_two_spans_belongs_to_the_one_starting_inside_it():
+    spans = [{"start": 0, "end": 4, "label": "PERSON"}, {"start": 4, "end": 8, "label": "PHONE"}]
+    labels = align_labels([(0, 2), (2, 6), (6, 8)], spans, LABEL2ID)
+    assert labels == [LABEL2ID["B-PERSON"], LABEL2ID["B-PHONE"], LABEL2ID["I-PHONE"]]
+
+
+def test_unknown_span_type_is_an_error_naming_the_record(tiny_tokenizer):
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    records = datasets.Dataset.from_list(
+        [{"id": "r7", "text": "call john", "spans": [{"start": 5, "end": 9, "label": "NICKNAME"}]}]
+    )
+    with pytest.raises(ValueError, match="r7.*NICKNAME"):
+        build_features(records, tiny_tokenizer, config, max_length=16, stride=4)
+
+
+def test_long_texts_become_overlapping_windows_covering_every_token(tiny_tokenizer):
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    text = " ".join(f"word{i}" for i in range(30)) + " my ssn is 123-45-6789 end"
+    start = text.index("123")
+    records = datasets.Dataset.from_list(
+        [
+            {"id": "long", "text": text, "spans": [{"start": start, "end": start + 11, "label": "SSN"}]},
+            {"id": "short", "text": "call me", "spans": []},
+        ]
+    )
+    features = build_features(records, tiny_tokenizer, config, max_length=24, stride=6)
+    windows = [i for i, e in enumerate(features["example_index"]) if e == 0]
+    assert len(windows) > 3 and all(len(features["input_ids"][i]) <= 24 for i in windows)
+    full = tiny_tokenizer(text, return_offsets_mapping=True, add_special_tokens=False)["offset_mapping"]
+    seen = {tuple(o) for i in windows for o in features["offset_mapping"][i] if o[1] > o[0]}
+    assert seen == {tuple(o) for o in full}  # nothing cut
+    ssn_tags = [
+        tag for i in windows for tag, (s, e) in zip(features["labels"][i], features["offset_mapping"][i])
+        if s >= start and e <= start + 11 and e > s
+    ]
+    assert ssn_tags and set(ssn_tags) <= {LABEL2ID["B-SSN"], LABEL2ID["I-SSN"]}
+    assert features["example_index"][-1] == 1 and sum(features["unreachable_spans"]) == 0
+    char_rows = features["char_ids"][windows[0]]
+    assert char_rows[0] == [] and all(char_rows[1:-1])  # [CLS] has no characters, real tokens do
+
+
+def test_oversampling_repeats_windows_of_records_with_rare_tier_spans():
+    records = datasets.Dataset.from_list(
+        [
+            {"id": "a", "text": "x", "spans": [{"start": 0, "end": 1, "label": "SSN"}]},
+            {"id": "b", "text": "y", "spans": [{"start": 0, "end": 1, "label": "EMAIL"}]},
+        ]
+    )
+    features = datasets.Dataset.from_dict({"example_index": [0, 0, 1]})
+    out, n = oversample(features, records, {1}, 3)
+    assert n == 1 and out["example_index"] == [0, 0, 0, 0, 0, 0, 1]
+
+
+def test_collator_pads_every_input_including_char_ids():
+    collate = PiiNerCollator(pad_token_id=0, min_chars=5)
+    batch = collate(
+        [
+            {"input_ids": [2, 7, 3], "attention_mask": [1, 1, 1], "labels": [-100, 4, -100], "char_ids": [[], [9, 9], []],
+             "offset_mapping": [[0, 0], [0, 2], [0, 0]]},
+            {"input_ids": [2, 3], "attention_mask": [1, 1], "labels": [-100, -100], "char_ids": [[], []]},
+        ]
+    )
+    assert set(batch) == {"input_ids", "attention_mask", "labels", "char_ids"}
+    assert batch["input_ids"].tolist() == [[2, 7, 3], [2, 3, 0]]
+    assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
+    assert batch["labels"].tolist() == [[-100, 4, -100], [-100, -100, -100]]
+    assert batch["char_ids"].shape == (2, 3, 5) and batch["char_ids"][0, 1, :2].tolist() == [9, 9]
+
+
+def test_inverse_sqrt_class_weights_follow_the_seed_scheme():
+    o, b_ssn, i_ssn, b_email = LABEL2ID["O"], LABEL2ID["B-SSN"], LABEL2ID["I-SSN"], LABEL2ID["B-EMAIL"]
+    rows = [[-100] + [o] * 100 + [b_ssn] * 4 + [i_ssn] * 16 + [b_email] * 64 + [-100] * 50]
+    counts = label_counts(rows, len(LABEL2ID))
+    assert counts[o] == 100 and sum(counts) == 184  # padding / special tokens are not counted
+    weights = inverse_sqrt_class_weights(counts, outside_id=o)
+    entity = [weights[i] for i in (b_ssn, i_ssn, b_email)]
+    assert math.isclose(sum(entity) / 3, 1.0)
+    assert math.isclose(weights[b_ssn] / weights[b_email], 4.0)  # sqrt(64 / 4)
+    assert weights[o] <= 1.0 and weights[o] < weights[b_email]
+
+
+def test_token_weights_use_the_tier_of_the_gold_type():
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    table = label_weight_table(config.id2label, config.type_to_tier, {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0}, 0.5)
+    labels = torch.tensor([[-100, LABEL2ID["O"], LABEL2ID["I-SSN"], LABEL2ID["B-EMAIL"], LABEL2ID["B-DATE"], LABEL2ID["B-PIN"]]])
+    assert token_weights(labels, table).tolist() == [[0.0, 0.5, 3.0, 2.0, 1.5, 1.0]]
