@@ -102,6 +102,90 @@ class PiiNerCRF(nn.Module):
         return tags
 
 
+class _TransitionSums:
+    """
+    The log-sum-exp over transitions that the forward and backward algorithms repeat at every position, exact and
+    cheap for a constrained label set.
+
+    A dense logsumexp over (batch, to, from) costs ~10x more on CPU than a matrix product, but a product in
+    linear space is only safe when each sum contains its largest term: a `to` label whose few allowed
+    predecessors all lie far below the best label (an "I-X" when the emissions say "I-X" but not "B-X") would
+    underflow to log(0). So the labels are split by the constraint:
+
+    - dense rows: `to` labels every label may move to ("O", "B-X"). Their sums are matrix products of
+      row-max-shifted messages; the row's best label is among the terms, so nothing underflows.
+    - sparse rows: `to` labels with forbidden predecessors ("I-X"). Their few allowed predecessors are gathered
+      and summed with an exact logsumexp.
+
+    Exact for any transition scores whose spread within a row or column stays below ~80 nats (float32 range);
+    beyond that a sum is floored at the smallest normal float rather than producing -inf and NaN gradients.
+    """
+
+    def __init__(self, transitions: torch.Tensor):
+        allowed = transitions > FORBIDDEN_SCORE / 2  # [to, from]
+        dense = allowed.all(dim=1)
+        self.dense_rows = dense.nonzero().flatten()
+        self.sparse_rows = (~dense).nonzero().flatten()
+        self.order = torch.cat([self.dense_rows, self.sparse_rows]).argsort()
+        dense_scores = self.dense_scores = transitions[self.dense_rows]  # (dense, from)
+        self.row_shift = dense_scores.max(dim=1).values
+        self.forward_factors = (dense_scores - self.row_shift.unsqueeze(1)).exp().T  # (from, dense)
+        self.column_shift = dense_scores.max(dim=0).values if len(self.dense_rows) else None
+        self.backward_factors = (dense_scores - self.column_shift).exp() if len(self.dense_rows) else None
+        # Allowed predecessors of each sparse row, padded with label 0 at a forbidden score.
+        sparse_allowed = allowed[self.sparse_rows]  # (sparse, from)
+        self.predecessors, self.predecessor_scores = _padded_neighbours(sparse_allowed, transitions[self.sparse_rows])
+        # Allowed sparse successors of each label (the backward direction), padded the same way.
+        self.successors, self.successor_scores = _padded_neighbours(sparse_allowed.T, transitions[self.sparse_rows].T)
+        self.successors = self.sparse_rows[self.successors] if len(self.sparse_rows) else self.successors
+
+    def forward_step(self, alpha: torch.Tensor) -> torch.Tensor:
+        """(batch, from) -> (batch, to): log sum_from exp(alpha[from] + transitions[to, from])."""
+        dense = _shifted_log_matmul(alpha, self.forward_factors) + self.row_shift
+        if self.predecessors.shape[-1]:
+            sparse = torch.logsumexp(alpha[:, self.predecessors] + self.predecessor_scores, dim=-1)
+        else:
+            sparse = alpha.new_full((alpha.shape[0], len(self.sparse_rows)), FORBIDDEN_SCORE)
+        return torch.cat([dense, sparse], dim=-1)[:, self.order]
+
+    def max_step(self, score: torch.Tensor) -> torch.Tensor:
+        """(batch, from) -> (batch, to): max_from score[from] + transitions[to, from] (Viterbi)."""
+        dense = (score.unsqueeze(1) + self.dense_scores.unsqueeze(0)).amax(dim=-1)
+        if self.predecessors.shape[-1]:
+            sparse = (score[:, self.predecessors] + self.predecessor_scores).amax(dim=-1)
+        else:  # no sparse row, or none with an allowed predecessor
+            sparse = score.new_full((score.shape[0], len(self.sparse_rows)), FORBIDDEN_SCORE)
+        return torch.cat([dense, sparse], dim=-1)[:, self.order]
+
+    def backward_step(self, incoming: torch.Tensor) -> torch.Tensor:
+        """(batch, to) -> (batch, from): log sum_to exp(transitions[to, from] + incoming[to])."""
+        parts = []
+        if len(self.dense_rows):
+            parts.append(_shifted_log_matmul(incoming[:, self.dense_rows], self.backward_factors) + self.column_shift)
+        if self.successors.shape[-1]:
+            parts.append(torch.logsumexp(incoming[:, self.successors] + self.successor_scores, dim=-1))
+        return parts[0] if len(parts) == 1 else torch.logaddexp(*parts)
+
+
+def _padded_neighbours(allowed: torch.Tensor, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For each row of `allowed` (rows, n): the allowed column indices and their scores, padded to the widest row
+    with index 0 at `FORBIDDEN_SCORE` (exp of which is exactly 0, so padding adds nothing)."""
+    width = int(allowed.sum(dim=1).max()) if allowed.numel() else 0
+    # A stable sort puts each row's allowed columns first, in order.
+    columns = (~allowed).int().argsort(dim=1, stable=True)[:, :width]
+    valid = allowed.gather(1, columns)
+    padded_scores = scores.gather(1, columns).masked_fill(~valid, FORBIDDEN_SCORE)
+    return columns.masked_fill(~valid, 0), padded_scores
+
+
+def _shifted_log_matmul(log_vectors: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
+    """log(exp(log_vectors) @ factors) for (batch, n) log-space vectors and non-negative factors (n, m), each row
+    shifted by its max so its largest term is 1."""
+    row_max = log_vectors.max(dim=-1, keepdim=True).values
+    summed = (log_vectors - row_max).exp() @ factors
+    return summed.clamp(min=torch.finfo(summed.dtype).tiny).log() + row_max
+
+
 def crf_log_partition(
     emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, transitions: torch.Tensor, end: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,7 +195,7 @@ def crf_log_partition(
     Args:
         emissions (`torch.Tensor` of shape `(batch, seq_len, num_labels)`): per-position label scores.
         mask (`torch.BoolTensor` of shape `(batch, seq_len)`): positions the CRF runs over.
-        start, transitions, end: float32 scores, `transitions[to, from]`.
+        start, transitions, end: float32 scores, `transitions[to, from]`, forbidden entries at `FORBIDDEN_SCORE`.
 
     Returns:
         `(log_partition, alphas)`: log Z per row (batch,), and the forward messages (batch, seq_len, num_labels):
@@ -120,40 +204,17 @@ def crf_log_partition(
     """
     emissions = emissions.float()
     batch, seq_len, num_labels = emissions.shape
-    exp_transitions, shift = _exp_transitions(transitions)
+    sums = _TransitionSums(transitions)
     alpha = emissions.new_zeros(batch, num_labels)
     started = torch.zeros(batch, dtype=torch.bool, device=emissions.device)
     alphas = []
     for t in range(seq_len):
-        # log sum_from exp(alpha[from] + transitions[to, from]), as a matrix product in shifted linear space.
-        step = _log_matmul(alpha, exp_transitions.T) + shift
-        new = torch.where(started.unsqueeze(-1), step, start.unsqueeze(0)) + emissions[:, t]
+        new = torch.where(started.unsqueeze(-1), sums.forward_step(alpha), start.unsqueeze(0)) + emissions[:, t]
         alpha = torch.where(mask[:, t].unsqueeze(-1), new, alpha)
         started = started | mask[:, t]
         alphas.append(alpha)
     log_z = torch.logsumexp(alpha + end.unsqueeze(0), dim=-1)
     return torch.where(started, log_z, torch.zeros_like(log_z)), torch.stack(alphas, dim=1)
-
-
-def _exp_transitions(transitions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """exp(transitions - max), and the max: forbidden entries become exactly 0, the largest entry 1."""
-    shift = transitions.max()
-    return (transitions - shift).exp(), shift
-
-
-def _log_matmul(log_vectors: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
-    """
-    log(exp(log_vectors) @ matrix) for (batch, n) log-space vectors and a non-negative (n, m) matrix.
-
-    A dense logsumexp over (batch, to, from) costs 10x more on CPU than this product. Each row is shifted by its
-    max, so its largest term is 1 and nothing overflows. A sum can only underflow when every label feeding an
-    entry is more than ~87 nats (float32) below the row's best; such an entry is floored at the smallest normal
-    float instead of becoming log(0) = -inf, which would give NaN gradients. Its true mass is below e^-87 of
-    the total, so log Z is unchanged at float32 precision.
-    """
-    row_max = log_vectors.max(dim=-1, keepdim=True).values
-    summed = (log_vectors - row_max).exp() @ matrix
-    return summed.clamp(min=torch.finfo(summed.dtype).tiny).log() + row_max
 
 
 def crf_backward(
@@ -165,14 +226,13 @@ def crf_backward(
     """
     emissions = emissions.float()
     batch, seq_len, num_labels = emissions.shape
-    exp_transitions, shift = _exp_transitions(transitions)
+    sums = _TransitionSums(transitions)
     incoming = emissions.new_zeros(batch, num_labels)  # beta + emission of the next real position
     has_next = torch.zeros(batch, dtype=torch.bool, device=emissions.device)
     betas = [None] * seq_len
     beta = end.unsqueeze(0).expand(batch, num_labels)
     for t in reversed(range(seq_len)):
-        # transitions[to, from]: here `from` is this position and `to` the next one, so sum over `to`.
-        step = _log_matmul(incoming, exp_transitions) + shift
+        step = sums.backward_step(incoming)
         new = torch.where(has_next.unsqueeze(-1), step, end.unsqueeze(0).expand(batch, num_labels))
         beta = torch.where(mask[:, t].unsqueeze(-1), new, beta)
         incoming = torch.where(mask[:, t].unsqueeze(-1), beta + emissions[:, t], incoming)
@@ -269,8 +329,9 @@ def crf_marginals(
     each real position sums to 1; rows off the mask are 0."""
     log_z, alphas = crf_log_partition(emissions, mask, start, transitions, end)
     betas = crf_backward(emissions, mask, transitions, end)
-    marginals = (alphas + betas - log_z[:, None, None]).exp()
-    return marginals * mask.unsqueeze(-1)
+    # Clamped at log 1: float32 rounding can put a sure label a hair above it.
+    marginals = (alphas + betas - log_z[:, None, None]).clamp(max=0).exp()
+    return torch.where(mask.unsqueeze(-1), marginals, torch.zeros_like(marginals))
 
 
 def viterbi_decode(
@@ -285,24 +346,25 @@ def viterbi_decode(
     """
     emissions = emissions.float()
     batch, seq_len, num_labels = emissions.shape
-    identity = torch.arange(num_labels, device=emissions.device).expand(batch, num_labels)
+    sums = _TransitionSums(transitions)
     score = emissions.new_zeros(batch, num_labels)
     started = torch.zeros(batch, dtype=torch.bool, device=emissions.device)
-    backpointers = []
+    # Only the max values are taken going forward (a max with indices over (batch, to, from) costs ~3x more);
+    # the best predecessor is recomputed for the one chosen label per row while backtracking.
+    previous_scores, follows = [], []
     for t in range(seq_len):
-        best, best_from = (score.unsqueeze(1) + transitions.unsqueeze(0)).max(dim=-1)  # over `from`
-        new = torch.where(started.unsqueeze(-1), best, start.unsqueeze(0)) + emissions[:, t]
-        real = mask[:, t].unsqueeze(-1)
-        score = torch.where(real, new, score)
-        # Skipped and first positions point every label to itself, so backtracking walks straight through them.
-        backpointers.append(torch.where(real & started.unsqueeze(-1), best_from, identity))
+        new = torch.where(started.unsqueeze(-1), sums.max_step(score), start.unsqueeze(0)) + emissions[:, t]
+        previous_scores.append(score)
+        follows.append(mask[:, t] & started)  # a real position with a real position before it
+        score = torch.where(mask[:, t].unsqueeze(-1), new, score)
         started = started | mask[:, t]
-    final = score + end.unsqueeze(0)
-    best_score, current = final.max(dim=-1)
-    tags = []
+    best_score, current = (score + end.unsqueeze(0)).max(dim=-1)
+    tags = [None] * seq_len
     for t in reversed(range(seq_len)):
-        tags.append(current)
-        current = backpointers[t].gather(1, current.unsqueeze(1)).squeeze(1)
-    tags = torch.stack(tags[::-1], dim=1)
+        tags[t] = current
+        # transitions[current, from]: the scores of moving into this position's label.
+        best_from = (previous_scores[t] + transitions[current]).argmax(dim=-1)
+        current = torch.where(follows[t], best_from, current)
+    tags = torch.stack(tags, dim=1)
     tags = torch.where(mask, tags, torch.full_like(tags, -100))
     return tags, torch.where(started, best_score, torch.zeros_like(best_score))

@@ -1,0 +1,159 @@
+"""A saved snapshot loads as remote code in a fresh process that cannot import this repo.
+
+One subprocess per backbone does every check (Auto classes, tensors, outputs, a second load, re-save, a missing
+weight) and prints a JSON report that the test asserts on, so the test stays a few seconds.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import REPO_ROOT, build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
+
+from piiner.configuration_piiner import PiiNerConfig
+from piiner.modeling_piiner import PiiNerForTokenClassification
+
+CHECKS = r'''
+import importlib.util, json, os, shutil, sys
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, AutoTokenizer
+
+snapshot, expected_path, scratch = sys.argv[1:4]
+report = {"repo_importable": any(importlib.util.find_spec(m) for m in ("piiner", "modeling_piiner", "pii_schema"))}
+expected = torch.load(expected_path)
+inputs = expected["inputs"]
+saved = load_file(os.path.join(snapshot, "model.safetensors"))
+
+
+def loading_report(info):
+    return {key: sorted(map(str, value)) for key, value in info.items() if value}
+
+
+def unequal(state, reference, prefix=""):
+    """Names whose tensor differs from the reference (or is absent from either side)."""
+    names = set(state) | {k[len(prefix):] for k in reference if k.startswith(prefix)}
+    return sorted(n for n in names if n not in state or prefix + n not in reference
+                  or not torch.equal(state[n], reference[prefix + n]))
+
+
+report["config_class"] = type(AutoConfig.from_pretrained(snapshot, trust_remote_code=True)).__name__
+report["tokenizer_ids"] = AutoTokenizer.from_pretrained(snapshot, trust_remote_code=True)("call john").input_ids
+
+model, info = AutoModelForTokenClassification.from_pretrained(snapshot, trust_remote_code=True, output_loading_info=True)
+model.eval()
+report["tagger_class"] = type(model).__name__
+report["tagger_loading"] = loading_report(info)
+report["tagger_unequal"] = unequal(model.state_dict(), saved)
+with torch.no_grad():
+    out = model(**inputs)
+report["tagger_outputs_equal"] = {k: torch.equal(getattr(out, k), expected[k]) for k in ("logits", "decoded_tags", "tag_scores")}
+
+for attempt in ("first", "second"):  # a second load in one process once failed with AttributeError (#46661)
+    backbone, info = AutoModel.from_pretrained(snapshot, trust_remote_code=True, output_loading_info=True)
+    backbone.eval()
+    report[f"backbone_{attempt}_class"] = type(backbone).__name__
+    report[f"backbone_{attempt}_loading"] = loading_report(info)
+    report[f"backbone_{attempt}_unequal"] = unequal(backbone.state_dict(), saved, prefix="piiner.")
+    with torch.no_grad():
+        fused = backbone(inputs["input_ids"], inputs["attention_mask"], char_ids=inputs["char_ids"]).last_hidden_state
+    report[f"backbone_{attempt}_output_equal"] = torch.equal(fused, expected["fused"])
+
+resaved = os.path.join(scratch, "resaved")
+model.save_pretrained(resaved)
+again, info = AutoModelForTokenClassification.from_pretrained(resaved, trust_remote_code=True, output_loading_info=True)
+report["resaved_files"] = sorted(os.listdir(resaved))
+report["resaved_loading"] = loading_report(info)
+report["resaved_unequal"] = unequal(again.state_dict(), saved)
+
+# A snapshot with one weight deleted: is it refused, or at least reported?
+broken = os.path.join(scratch, "broken")
+shutil.copytree(snapshot, broken)
+save_file({k: v for k, v in saved.items() if k != "crf.transitions"}, os.path.join(broken, "model.safetensors"),
+          metadata={"format": "pt"})
+try:
+    _, info = AutoModelForTokenClassification.from_pretrained(broken, trust_remote_code=True, output_loading_info=True)
+    report["broken"] = {"raised": None, "missing": sorted(info["missing_keys"])}
+except Exception as error:
+    report["broken"] = {"raised": f"{type(error).__name__}: {error}"[:300], "missing": None}
+print("REPORT " + json.dumps(report))
+'''
+
+SNAPSHOT_CODE = {"configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "pii_schema.py", "pipeline_piiner.py"}
+
+
+def expected_code_files():
+    """The Hub files a snapshot must carry; tokenization_utils.py once the pipeline imports it."""
+    with open(os.path.join(REPO_ROOT, "pipeline_piiner.py"), encoding="utf-8") as f:
+        uses_tokenization_utils = "from .tokenization_utils import" in f.read()
+    return SNAPSHOT_CODE | ({"tokenization_utils.py"} if uses_tokenization_utils else set())
+
+
+def fixed_inputs():
+    generator = torch.Generator().manual_seed(7)
+    input_ids = torch.randint(5, 99, (2, 8), generator=generator)
+    attention_mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
+    char_ids = torch.randint(1, 512, (2, 8, 6), generator=generator)
+    char_ids[:, 0] = 0
+    char_ids[0, 7] = 0
+    char_ids[1, 4:] = 0
+    return {"input_ids": input_ids, "attention_mask": attention_mask, "char_ids": char_ids}
+
+
+@pytest.mark.parametrize("encoder_config", [tiny_bert_config(), tiny_deberta_config()], ids=["bert", "deberta-v2"])
+def test_snapshot_loads_as_remote_code_in_a_fresh_process(tmp_path, encoder_config):
+    torch.manual_seed(0)
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=encoder_config))
+    with torch.no_grad():  # move every weight off its initial value: a re-initialised load cannot pass
+        for param in model.parameters():
+            param.add_(torch.randn_like(param))
+    model.eval()
+    snapshot = tmp_path / "snapshot"
+    model.save_pretrained(snapshot)
+    build_tiny_tokenizer().save_pretrained(snapshot)
+    inputs = fixed_inputs()
+    with torch.no_grad():
+        out = model(**inputs)
+        fused = model.piiner(inputs["input_ids"], inputs["attention_mask"], char_ids=inputs["char_ids"]).last_hidden_state
+    expected = {"inputs": inputs, "logits": out.logits, "decoded_tags": out.decoded_tags,
+                "tag_scores": out.tag_scores, "fused": fused}
+    torch.save(expected, tmp_path / "expected.pt")
+
+    files = set(os.listdir(snapshot))
+    assert expected_code_files() <= files and "model.safetensors" in files
+    auto_map = json.loads((snapshot / "config.json").read_text())["auto_map"]
+    assert auto_map == {
+        "AutoConfig": "configuration_piiner.PiiNerConfig",
+        "AutoModel": "modeling_piiner.PiiNerModel",
+        "AutoModelForTokenClassification": "modeling_piiner.PiiNerForTokenClassification",
+    }
+
+    (tmp_path / "checks.py").write_text(CHECKS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false")
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "checks.py"), str(snapshot), str(tmp_path / "expected.pt"), str(elsewhere)],
+        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
+    )
+    report_lines = [line for line in result.stdout.splitlines() if line.startswith("REPORT ")]
+    assert result.returncode == 0 and report_lines, result.stderr[-3000:]
+    report = json.loads(report_lines[-1][len("REPORT "):])
+
+    assert report["repo_importable"] is False
+    assert report["config_class"] == "PiiNerConfig" and report["tokenizer_ids"][0] == 2  # [CLS]
+    assert report["tagger_class"] == "PiiNerForTokenClassification"
+    assert report["tagger_loading"] == {} and report["tagger_unequal"] == []
+    assert report["tagger_outputs_equal"] == {"logits": True, "decoded_tags": True, "tag_scores": True}
+    for attempt in ("first", "second"):
+        assert report[f"backbone_{attempt}_class"] == "PiiNerModel"
+        assert report[f"backbone_{attempt}_loading"] == {} and report[f"backbone_{attempt}_unequal"] == []
+        assert report[f"backbone_{attempt}_output_equal"] is True
+    assert expected_code_files() <= set(report["resaved_files"])
+    assert report["resaved_loading"] == {} and report["resaved_unequal"] == []
+    # A deleted weight does not load silently: transformers 5 loads it but names it in missing_keys.
+    assert report["broken"] == {"raised": None, "missing": ["crf.transitions"]}
