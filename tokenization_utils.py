@@ -20,6 +20,8 @@ import torch
 # Ids kept for code points outside the direct range. Every code point maps somewhere, so no text can index past
 # the embedding (the reference crashed on ids >= 256).
 HASHED_CHAR_BUCKETS = 64
+_HASH_BITS = 6  # 2**6 buckets: the top bits of a multiplicative hash are the well-mixed ones
+assert 1 << _HASH_BITS == HASHED_CHAR_BUCKETS
 # Knuth's multiplicative constant: spreads neighbouring code points (a CJK block, an emoji range) over the buckets.
 # Python's hash() is salted per process, so it would give a reloaded model different ids.
 _FIBONACCI_MULTIPLIER = 0x9E3779B1
@@ -42,13 +44,22 @@ def encode_char(ch, char_vocab_size):
     direct_ids = char_vocab_size - HASHED_CHAR_BUCKETS
     if 0 < code_point < direct_ids:
         return code_point
-    bucket = ((code_point * _FIBONACCI_MULTIPLIER) & 0xFFFFFFFF) >> (32 - 6)  # top 6 bits: 0..63
+    bucket = ((code_point * _FIBONACCI_MULTIPLIER) & 0xFFFFFFFF) >> (32 - _HASH_BITS)
     return direct_ids + bucket
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _encode_word(word, char_vocab_size):
     return tuple(encode_char(ch, char_vocab_size) for ch in word)
+
+
+def _strip_span(text, start, end):
+    """Narrow text[start:end] to its non-whitespace ends (start == end when it is all whitespace)."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
 
 
 class _WordIndex:
@@ -65,11 +76,7 @@ class _WordIndex:
 
     def word_span(self, start, end):
         """(word_start, word_end) covering the non-whitespace characters of text[start:end]; None if there are none."""
-        text = self.text
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
+        start, end = _strip_span(self.text, start, end)
         if start >= end:
             return None
         first = bisect.bisect_right(self.starts, start) - 1
@@ -329,10 +336,7 @@ def _label_of(tag_id, id2label):
 def _entity(text, start, end, entity_type, scores, type_to_tier):
     # Some tokenizers (SentencePiece) count the preceding space as part of a token: an entity never starts or
     # ends with whitespace.
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
+    start, end = _strip_span(text, start, end)
     if start >= end:
         return None
     return {
