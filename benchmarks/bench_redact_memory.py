@@ -40,18 +40,23 @@ def synthetic_line(rng):
 
 
 def write_file(path, size_bytes, seed=0):
-    """Write about ``size_bytes`` of lines, 1 MB at a time; one 1 MB line in the middle."""
+    """Write about ``size_bytes`` of lines, buffered 1 MB at a time; files of 4 MB and more get one 1 MB line."""
     rng = random.Random(seed)
     written, long_line_done = 0, size_bytes < 4_000_000
     with open(path, "w", encoding="utf-8") as f:
-        while written < size_bytes:
+        buffer, buffered = [], 0
+        while written + buffered < size_bytes:
             if not long_line_done and written > size_bytes // 2:
-                chunk = (" ".join(synthetic_line(rng) for _ in range(15_000)))[:1_000_000] + "\n"
+                line = (" ".join(synthetic_line(rng) for _ in range(15_000)))[:1_000_000] + "\n"
                 long_line_done = True
             else:
-                chunk = "\n".join(synthetic_line(rng) for _ in range(12_000)) + "\n"
-            f.write(chunk)
-            written += len(chunk.encode("utf-8"))
+                line = synthetic_line(rng) + "\n"
+            buffer.append(line)
+            buffered += len(line)
+            if buffered >= 1_000_000:
+                f.write("".join(buffer))
+                written, buffer, buffered = written + buffered, [], 0
+        f.write("".join(buffer))
     return os.path.getsize(path)
 
 
