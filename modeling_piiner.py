@@ -171,6 +171,10 @@ class PiiNerPreTrainedModel(PreTrainedModel):
                 init.zeros_(module.bias)
 
 
+def _wants_dict(return_dict: bool | None, config: PiiNerConfig) -> bool:
+    return config.return_dict if return_dict is None else return_dict
+
+
 def crf_positions(
     attention_mask: torch.Tensor,
     char_ids: torch.LongTensor | None = None,
@@ -259,9 +263,10 @@ class PiiNerModel(PiiNerPreTrainedModel):
                 char_features = self.char_cnn(char_ids[has_chars])
                 hidden = hidden.clone()
                 hidden[has_chars] = self.fusion(char_features.to(hidden.dtype), hidden[has_chars])
-        return BaseModelOutput(
+        output = BaseModelOutput(
             last_hidden_state=hidden, hidden_states=encoded.hidden_states, attentions=encoded.attentions
         )
+        return output if _wants_dict(return_dict, self.config) else output.to_tuple()
 
     def _check_inputs(self, input_ids: torch.Tensor, char_ids: torch.Tensor | None):
         if input_ids is None or input_ids.dim() != 2:
@@ -356,6 +361,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             char_ids=char_ids,
             output_hidden_states=output_hidden_states,
             output_attentions=output_attentions,
+            return_dict=True,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
         # The CRF always runs in float32: log-sum-exp over 83 labels and hundreds of steps loses too much in 16 bits.
@@ -365,14 +371,14 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             mask = crf_positions(attention_mask, char_ids, special_tokens_mask)
             loss = None
             if labels is not None:
-                loss = self._loss(emissions, labels, mask & (labels != -100), label_weights, start, transitions, end)
+                loss = self._loss(emissions, labels, mask, label_weights, start, transitions, end)
             decoded_tags = tag_scores = None
             if not self.training:
                 decoded_tags, _ = viterbi_decode(emissions, mask, start, transitions, end)
                 marginals = crf_marginals(emissions, mask, start, transitions, end)
                 tag_scores = marginals.gather(-1, decoded_tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
                 logits = self._viterbi_consistent_logits(emissions, marginals, decoded_tags, mask)
-        return PiiNerTokenClassifierOutput(
+        output = PiiNerTokenClassifierOutput(
             loss=loss,
             logits=logits,
             decoded_tags=decoded_tags,
@@ -380,28 +386,39 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
         )
+        return output if _wants_dict(return_dict, self.config) else output.to_tuple()
 
-    def _loss(self, emissions, labels, mask, label_weights, start, transitions, end) -> torch.Tensor:
+    def _loss(self, emissions, labels, crf_mask, label_weights, start, transitions, end) -> torch.Tensor:
+        """Weighted CRF NLL averaged over the rows with at least one labelled CRF position."""
         if labels.shape != emissions.shape[:2]:
             raise ValueError(f"labels must have shape {tuple(emissions.shape[:2])}, got {tuple(labels.shape)}")
-        in_range = (labels >= 0) & (labels < self.num_labels)
-        if bool((mask & ~in_range).any()):
-            raise ValueError(f"labels must be -100 or a label id in [0, {self.num_labels}), got {labels[mask & ~in_range].unique().tolist()}")
+        labelled = labels != -100
+        if bool((labelled & ~crf_mask).any()):
+            raise ValueError(
+                "labels given on positions outside the CRF (special tokens, padding, or tokens without char_ids); "
+                "label those positions -100"
+            )
+        if bool(((labels < 0) | (labels >= self.num_labels))[labelled].any()):
+            raise ValueError(
+                f"labels must be -100 or a label id in [0, {self.num_labels}), got "
+                f"{labels[labelled & ((labels < 0) | (labels >= self.num_labels))].unique().tolist()}"
+            )
+        mask = crf_mask & labelled
         tags = self.crf.repair_tags(labels.clamp(min=0), mask)
-        if label_weights is not None and label_weights.dim() == 2:
-            if label_weights.shape != labels.shape:
-                raise ValueError(f"per-token label_weights must have shape {tuple(labels.shape)}, got {tuple(label_weights.shape)}")
+        if label_weights is None:
+            label_weights = emissions.new_ones(labels.shape[:1])
+        if label_weights.shape not in (labels.shape[:1], labels.shape):
+            raise ValueError(
+                f"label_weights must have shape (batch,) = {tuple(labels.shape[:1])} or (batch, seq_len) = "
+                f"{tuple(labels.shape)}, got {tuple(label_weights.shape)}"
+            )
+        if not bool(torch.isfinite(label_weights).all()) or bool((label_weights < 0).any()):
+            raise ValueError("label_weights must be finite and >= 0")
+        if label_weights.dim() == 2:
             nll = (crf_token_nll(emissions, tags, mask, start, transitions, end) * label_weights.float()).sum(-1)
         else:
             log_z, _ = crf_log_partition(emissions, mask, start, transitions, end)
-            nll = log_z - crf_path_score(emissions, tags, mask, start, transitions, end)
-            if label_weights is not None:
-                if label_weights.shape != labels.shape[:1]:
-                    raise ValueError(
-                        f"label_weights must have shape (batch,) = {tuple(labels.shape[:1])} or (batch, seq_len), "
-                        f"got {tuple(label_weights.shape)}"
-                    )
-                nll = nll * label_weights.float()
+            nll = (log_z - crf_path_score(emissions, tags, mask, start, transitions, end)) * label_weights.float()
         has_positions = mask.any(-1)
         return nll[has_positions].sum() / has_positions.sum().clamp(min=1)
 

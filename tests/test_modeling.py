@@ -158,8 +158,10 @@ def test_tokens_without_chars_keep_the_encoder_states():
     [
         (lambda b: b.update(char_ids=b["char_ids"] + 600), "char_vocab_size"),
         (lambda b: b.update(char_ids=b["char_ids"][:, :5]), "char_ids must have shape"),
-        (lambda b: b.update(labels=torch.full_like(b["input_ids"], 83)), "label id"),
-        (lambda b: b.update(label_weights=torch.ones(2)), "label_weights"),
+        (lambda b: b["labels"].masked_fill_(b["labels"] != -100, 83), "label id"),
+        (lambda b: b.update(label_weights=torch.ones(2)), "label_weights must have shape"),
+        (lambda b: b.update(label_weights=-torch.ones(3)), "finite and >= 0"),
+        (lambda b: b["labels"].__setitem__((0, 0), 0), "outside the CRF"),  # a label on [CLS]
     ],
 )
 def test_bad_inputs_raise_errors_naming_the_problem(change, message):
@@ -177,6 +179,15 @@ def test_unknown_keyword_is_an_error_but_text_metadata_is_accepted():
     model(**inputs, offset_mapping=torch.zeros(3, 9, 2), overflow_to_sample_mapping=torch.arange(3))
     with pytest.raises(TypeError, match="labelz"):
         model(**inputs, labelz=torch.zeros(3, 9))
+
+
+def test_return_dict_false_gives_tuples():
+    model = make_model(tiny_bert_config()).eval()
+    inputs, labels = make_batch()
+    loss, logits, decoded_tags, tag_scores = model(**inputs, labels=labels, return_dict=False)
+    assert loss.dim() == 0 and logits.shape == (3, 9, 83) and decoded_tags.shape == tag_scores.shape == (3, 9)
+    (hidden,) = model.piiner(**inputs, return_dict=False)
+    assert hidden.shape == (3, 9, 32)
 
 
 def test_crf_runs_in_float32_under_bf16_autocast():
