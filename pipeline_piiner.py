@@ -123,9 +123,11 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         model_inputs["char_ids"] = model_inputs["char_ids"][:, :, :width]
         output = self.model(**model_inputs)
         tags, scores = output.get("decoded_tags"), output.get("tag_scores")
-        if tags is None:
-            # A model without CRF decoding: take the most probable label per token.
-            scores, tags = output["logits"].float().softmax(-1).max(-1)
+        if tags is None or scores is None:
+            raise ValueError(
+                f"{type(self.model).__name__} returned no decoded_tags/tag_scores: the pipeline needs a piiner "
+                "model (PiiNerForTokenClassification) in eval mode"
+            )
         return {"decoded_tags": tags, "tag_scores": scores.float(), "offset_mapping": offsets, "text": text,
                 "is_last": is_last}
 

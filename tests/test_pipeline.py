@@ -208,6 +208,16 @@ def test_empty_list_and_unknown_options(rule_pipeline):
         pipe("John", ignore_labels=["O"])
 
 
+def test_a_model_in_training_mode_is_an_error_not_noise(model):
+    pipe = make_pipeline(model)
+    model.train()
+    try:
+        with pytest.raises(ValueError, match="eval mode"):
+            pipe("John")
+    finally:
+        model.eval()
+
+
 def test_snapshot_loads_with_pipeline_in_a_fresh_process(tmp_path):
     # Bias the emissions towards B-EMAIL so the random model tags every token: deterministic, non-empty output.
     m = tiny_model(seed=3)
