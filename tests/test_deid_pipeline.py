@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import redact as cli
 from conftest import build_tiny_tokenizer, tiny_bert_config
 from deid import Redactor
+from test_deid_redact import MESSY_CHARS
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
 
@@ -69,7 +70,7 @@ def test_messy_texts_through_the_real_pipeline(redactor):
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.text(max_size=40))
+@given(text=st.text(MESSY_CHARS, max_size=40))
 def test_property_real_pipeline_keeps_offsets_and_non_entity_text(redactor, text):
     check_invariants(redactor(text))
 
