@@ -75,12 +75,15 @@ class PiiNerConfig(PreTrainedConfig):
     initializer_range: float = 0.02
 
     def __post_init__(self, **kwargs):
-        if kwargs.get("id2label") is None and kwargs.get("label2id") is None and kwargs.get("num_labels") is None:
-            kwargs["id2label"], kwargs["label2id"] = dict(ID2LABEL), dict(LABEL2ID)
+        # id2label / label2id are config fields in transformers 5, so they arrive as attributes, not kwargs.
+        if self.id2label is None and self.label2id is None and kwargs.get("num_labels") is None:
+            self.id2label, self.label2id = dict(ID2LABEL), dict(LABEL2ID)
         # The custom pipeline ships in pipeline_piiner.py; naming it here makes
         # pipeline("token-classification", model=DIR, trust_remote_code=True) build it for any saved snapshot.
         kwargs.setdefault("custom_pipelines", {"token-classification": dict(PIPELINE_ENTRY)})
         super().__post_init__(**kwargs)
+        if self.label2id is None:
+            self.label2id = {label: i for i, label in self.id2label.items()}
         self.char_kernel_sizes = list(self.char_kernel_sizes)
         if self.type_to_tier is None:
             self.type_to_tier = dict(TIER_OF)

@@ -43,3 +43,13 @@ def test_config_refuses_a_label_without_a_tier():
     with pytest.raises(ValueError, match="no tier"):
         PiiNerConfig(encoder_config=tiny_bert_config(), id2label={0: "O", 1: "B-ALIEN", 2: "I-ALIEN"},
                      type_to_tier={"SSN": 1})
+
+
+def test_config_keeps_a_custom_label_set_through_save_and_load(tmp_path):
+    id2label = {0: "O", 1: "B-EMAIL", 2: "I-EMAIL", 3: "B-SSN", 4: "I-SSN"}
+    config = PiiNerConfig(encoder_config=tiny_bert_config(), id2label=id2label, type_to_tier={"EMAIL": 2, "SSN": 1})
+    assert config.num_labels == 5 and config.id2label == id2label
+    config.save_pretrained(tmp_path)
+    loaded = PiiNerConfig.from_pretrained(tmp_path)
+    assert loaded.id2label == id2label and loaded.label2id == {v: k for k, v in id2label.items()}
+    assert loaded.type_to_tier == {"EMAIL": 2, "SSN": 1}
