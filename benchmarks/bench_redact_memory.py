@@ -102,8 +102,8 @@ def main(argv=None):
             size = write_file(path, int(size_mb * 1_000_000))
             rss, seconds, lines = measure(path, args)
             os.remove(path)
-            print(f"| {size / 1e6:.1f} MB | {lines} | {rss / 2**20:.0f} MiB | {seconds:.1f} s | "
-                  f"{size / 1e6 / seconds:.2f} MB/s |", flush=True)
+            print(f"| {size / 1e6:.3g} MB | {lines} | {rss / 2**20:.0f} MiB | {seconds:.1f} s | "
+                  f"{size / 1e6 / seconds:.3g} MB/s |", flush=True)
     return 0
 
 
