@@ -1,0 +1,285 @@
+"""train.py end to end on a tiny random BERT and a dozen inline records: loss, optimizer groups, checkpoints,
+resume, the Hub output folder and the NaN guard."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import datasets
+import pytest
+import torch
+from conftest import REPO_ROOT, build_tiny_tokenizer, tiny_bert_config
+from safetensors.torch import load_file
+from transformers import BertModel, TrainerCallback
+
+from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.pii_schema import LABELS, TIER_OF
+from train import main
+from training.args import parse_args
+from training.collator import PiiNerCollator
+from training.features import build_features
+from training.hub import upload_plan
+from training.trainer import NonFiniteError, PiiNerTrainer, component_parameters
+
+TEMPLATES = [
+    ("call {PERSON} at {PHONE} now", {"PERSON": "john smith", "PHONE": "555-201-3344"}),
+    ("my ssn is {SSN} and my email is {EMAIL}", {"SSN": "123-45-6789", "EMAIL": "jo@ex.com"}),
+    ("card {CREDIT_CARD} was declined at {ORGANIZATION}", {"CREDIT_CARD": "4111 1111 1111 1111", "ORGANIZATION": "acme"}),
+    ("login from {IP_ADDRESS} by {USERNAME}", {"IP_ADDRESS": "10.0.0.7", "USERNAME": "jdoe88"}),
+    ("the pin is {PIN} for account {ACCOUNT_NUMBER}", {"PIN": "4921", "ACCOUNT_NUMBER": "000123456789"}),
+    ("nothing to see here at all", {}),
+]
+
+
+def make_record(i, template, values, repeat=1):
+    text, spans = "", []
+    parts = template.split("{")
+    text += parts[0]
+    for part in parts[1:]:
+        label, rest = part.split("}", 1)
+        start = len(text)
+        text += values[label]
+        spans.append({"start": start, "end": len(text), "label": label})
+        text += rest
+    if repeat > 1:  # a long text: the same sentence again and again, spans shifted
+        sentence, sentence_spans = text, spans
+        text, spans = "", []
+        for _ in range(repeat):
+            spans += [{**s, "start": s["start"] + len(text), "end": s["end"] + len(text)} for s in sentence_spans]
+            text += sentence + " . "
+        text = text.rstrip()
+    return {"id": f"r{i}", "source": "inline", "text": text, "spans": spans, "group": f"g{i}"}
+
+
+def tiny_records():
+    records = [make_record(i, *TEMPLATES[i % len(TEMPLATES)]) for i in range(12)]
+    records.append(make_record(12, *TEMPLATES[1], repeat=5))  # longer than one 32-token window
+    return datasets.DatasetDict(
+        train=datasets.Dataset.from_list(records[:9] + records[12:]),
+        validation=datasets.Dataset.from_list(records[9:12] + records[12:]),
+        test=datasets.Dataset.from_list(records[:3]),
+    )
+
+
+def write_run_inputs(folder):
+    """A tiny random BERT backbone with its tokenizer, and a saved DatasetDict of unified records."""
+    backbone = os.path.join(folder, "backbone")
+    config = tiny_bert_config(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(backbone)
+    build_tiny_tokenizer().save_pretrained(backbone)
+    data = os.path.join(folder, "data")
+    tiny_records().save_to_disk(data)
+    return backbone, data
+
+
+def train_argv(backbone, data, output_dir, *extra):
+    return [
+        "--config", os.path.join(REPO_ROOT, "configs", "tiny.yaml"),
+        "--model_name_or_path", backbone, "--dataset", data, "--output_dir", output_dir,
+        "--backbone_learning_rate", "3e-4", "--char_learning_rate", "2e-3", "--head_learning_rate", "5e-3",
+        "--disable_tqdm", "true", "--max_eval_samples", "4", *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def run_inputs(tmp_path_factory):
+    return write_run_inputs(str(tmp_path_factory.mktemp("inputs")))
+
+
+class Snapshot(TrainerCallback):
+    """Keeps a copy of the trainable parameters as training starts."""
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.before = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+    def on_step_end(self, args, state, control, optimizer=None, **kwargs):
+        if state.global_step == 2:
+            self.lrs_at_step_2 = {g["component"]: g["lr"] for g in optimizer.param_groups}
+
+
+class StopAt(TrainerCallback):
+    """Simulates a run killed right after the checkpoint of step `step` is written."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.global_step >= self.step:
+            control.should_training_stop = True
+
+
+FULL_RUN_FLAGS = ("--test_split", "test", "--metric_for_best_model", "f2", "--push_dry_run", "true")
+
+
+@pytest.fixture(scope="module")
+def full_run(run_inputs, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("full"))
+    snapshot = Snapshot()
+    trainer = main(train_argv(*run_inputs, out, *FULL_RUN_FLAGS), extra_callbacks=[snapshot])
+    return trainer, snapshot, out
+
+
+def test_every_trainable_parameter_changes(full_run):
+    trainer, snapshot, _ = full_run
+    after = dict(trainer.model.named_parameters())
+    unchanged = [n for n, before in snapshot.before.items() if torch.equal(before, after[n].detach())]
+    assert not unchanged
+
+
+def test_each_component_has_its_own_learning_rate_and_epsilon(full_run):
+    trainer, snapshot, _ = full_run
+    groups = trainer.optimizer.param_groups
+    initial = {g["component"]: g["initial_lr"] for g in groups}
+    assert initial == {"backbone": 3e-4, "char": 2e-3, "head": 5e-3}
+    assert {g["component"]: g["eps"] for g in groups}["backbone"] == trainer.args.adam_epsilon  # BERT: not 1.0
+    # The schedule scales every group by the same factor, so their ratios survive the whole run.
+    lrs = snapshot.lrs_at_step_2
+    assert 0 < lrs["backbone"] < 3e-4 and lrs["char"] / lrs["backbone"] == pytest.approx(2e-3 / 3e-4)
+    assert lrs["head"] / lrs["backbone"] == pytest.approx(5e-3 / 3e-4)
+    for group in groups:
+        no_decay = [n for n in group["names"] if n.endswith("bias") or "LayerNorm" in n]
+        if group["weight_decay"] > 0:
+            assert not no_decay
+
+
+def test_groups_partition_the_parameters_by_module():
+    model = PiiNerForTokenClassification(PiiNerForTokenClassification.config_class(encoder_config=tiny_bert_config()))
+    groups = component_parameters(model)
+    names = {c: {n for n, _ in named} for c, named in groups.items()}
+    trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    assert set().union(*names.values()) == trainable and sum(map(len, names.values())) == len(trainable)
+    assert all(n.startswith("piiner.encoder.") for n in names["backbone"])
+    assert {n.split(".")[1] for n in names["char"]} == {"char_cnn", "fusion"}
+    assert {n.split(".")[0] for n in names["head"]} == {"classifier", "crf"}
+
+
+def test_best_checkpoint_is_tracked_by_the_chosen_metric(full_run):
+    trainer, _, out = full_run
+    evals = [h for h in trainer.state.log_history if "eval_f2" in h and h["step"] in (3, 6)]
+    assert len(evals) >= 2
+    best = max(evals, key=lambda h: h["eval_f2"])
+    assert trainer.state.best_metric == best["eval_f2"]
+    assert trainer.state.best_model_checkpoint.startswith(os.path.join(out, "checkpoint-"))
+    assert {"eval_tier1_recall", "eval_precision", "eval_recall", "eval_f1"} <= set(evals[0])
+
+
+def test_output_folder_is_a_complete_hub_repo(full_run):
+    _, _, out = full_run
+    files = set(os.listdir(out))
+    code = {"configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "tokenization_utils.py",
+            "pipeline_piiner.py", "pii_schema.py"}
+    assert code | {"model.safetensors", "config.json", "tokenizer.json", "README.md", "model_card.md",
+                   "evaluation_validation.json", "evaluation_test.json"} <= files
+    config = json.load(open(os.path.join(out, "config.json")))
+    assert config["id2label"]["1"] == LABELS[1] and len(config["id2label"]) == 83
+    assert config["type_to_tier"] == TIER_OF
+    assert "AutoModelForTokenClassification" in config["auto_map"]
+    assert "token-classification" in config["custom_pipelines"]
+    card = open(os.path.join(out, "README.md")).read()
+    assert card == open(os.path.join(out, "model_card.md")).read()
+    assert "trust_remote_code=True" in card and "test split" in card
+    report = json.load(open(os.path.join(out, "evaluation_test.json")))
+    assert set(report) >= {"overall", "per_type", "per_tier"}
+
+
+def test_push_dry_run_lists_what_push_to_hub_uploads(full_run):
+    _, _, out = full_run
+    plan = dict(upload_plan(out))
+    assert not [p for p in plan if p.startswith(("checkpoint-", "_"))]
+    assert {"model.safetensors", "config.json", "README.md", "modeling_piiner.py", "tokenizer.json"} <= set(plan)
+    assert plan["model.safetensors"] == os.path.getsize(os.path.join(out, "model.safetensors"))
+
+
+LOAD_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
+    results = {}
+    for folder in sys.argv[1:]:
+        model = AutoModelForTokenClassification.from_pretrained(folder, trust_remote_code=True)
+        saved = load_file(folder + "/model.safetensors")
+        state = model.state_dict()
+        same = all(torch.equal(state[k], v) for k, v in saved.items()) and set(saved) <= set(state)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+        pii = pipeline("token-classification", model=folder, trust_remote_code=True)
+        entities = pii("call john smith at 555-201-3344 now")
+        results[folder] = {"same": same, "module": type(model).__module__, "entities": isinstance(entities, list)}
+    print("RESULT:" + json.dumps(results))
+    """
+)
+
+
+def test_every_checkpoint_and_the_final_folder_load_in_a_fresh_process(full_run, tmp_path):
+    _, _, out = full_run
+    folders = [out] + sorted(os.path.join(out, d) for d in os.listdir(out) if d.startswith("checkpoint-"))
+    assert len(folders) == 3
+    # A cwd outside the repo: the code must come from the folders themselves, not from this checkout.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD_SCRIPT, *folders], capture_output=True, text=True, cwd=tmp_path, env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded = json.loads(result.stdout.split("RESULT:")[-1])
+    for folder in folders:
+        assert loaded[folder]["same"], folder
+        assert loaded[folder]["module"].startswith("transformers_modules"), folder  # remote code, not this repo
+        assert loaded[folder]["entities"]
+
+
+def test_a_killed_run_resumed_ends_with_the_same_weights(full_run, run_inputs, tmp_path):
+    _, _, full_out = full_run
+    out = str(tmp_path / "killed")
+    # Same flags as the full run, evaluations included (an evaluation draws from the RNG, so it shifts the
+    # dropout masks after it); only the test split scored after training is left out.
+    quiet = ("--metric_for_best_model", "f2", "--test_split", "none")
+    stopped = main(train_argv(*run_inputs, out, *quiet), extra_callbacks=[StopAt(3)])
+    assert stopped.state.global_step == 3
+    resumed = main(train_argv(*run_inputs, out, *quiet, "--resume_from_checkpoint", os.path.join(out, "checkpoint-3")))
+    assert resumed.state.global_step == 6
+    expected = load_file(os.path.join(full_out, "model.safetensors"))
+    got = load_file(os.path.join(out, "model.safetensors"))
+    assert expected.keys() == got.keys()
+    mismatched = [k for k in expected if not torch.allclose(expected[k], got[k], rtol=0, atol=1e-6)]
+    assert not mismatched
+
+
+class PoisonHeadGradients(TrainerCallback):
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        model.classifier.weight.register_hook(lambda grad: grad * float("nan"))
+
+
+def test_nan_guard_stops_naming_the_step_and_the_component(run_inputs, tmp_path):
+    argv = train_argv(*run_inputs, str(tmp_path), "--eval_strategy", "no", "--save_strategy", "no")
+    with pytest.raises(NonFiniteError, match=r"head group \(first: classifier.weight\) at optimizer step 1"):
+        main(argv, extra_callbacks=[PoisonHeadGradients()])
+
+
+def test_loss_is_the_crf_nll_weighted_by_the_tier_of_each_gold_token(run_inputs, tmp_path):
+    backbone, data = run_inputs
+    model = PiiNerForTokenClassification.from_backbone(backbone, classifier_dropout=0.0, char_dropout=0.0).eval()
+    tokenizer = build_tiny_tokenizer()
+    features = build_features(datasets.load_from_disk(data)["train"].select(range(4)), tokenizer, model.config, 32, 8)
+    batch = PiiNerCollator(tokenizer.pad_token_id, min_chars=5)([features[i] for i in range(4)])
+
+    def loss_with(*flags):
+        _, _, args = parse_args(["--output_dir", str(tmp_path), "--use_cpu", "true", "--report_to", "none", *flags])
+        return PiiNerTrainer(model=model, args=args).compute_loss(model, dict(batch)).item()
+
+    unweighted = model(**batch).loss.item()
+    assert loss_with("--tier_weights", "1:1,2:1,3:1,4:1") == pytest.approx(unweighted, rel=1e-5)
+    assert loss_with("--tier_weights", "1:2,2:2,3:2,4:2", "--outside_weight", "2") == pytest.approx(2 * unweighted, rel=1e-5)
+    tier1_heavy = loss_with("--tier_weights", "1:10,2:1,3:1,4:1")
+    assert tier1_heavy > unweighted  # the batch holds SSN / credit card tokens
+
+
+def test_missing_quickstart_corpus_names_the_command_that_builds_it(tmp_path):
+    argv = ["--config", os.path.join(REPO_ROOT, "configs", "quickstart.yaml"), "--dataset", "data/__missing__",
+            "--output_dir", str(tmp_path)]
+    with pytest.raises(SystemExit, match="python -m data_prep build --sources synthetic,presidio,wnut17 --out data/__missing__"):
+        main(argv)
