@@ -1,0 +1,60 @@
+"""Two real DDP ranks on CPU (gloo) through `accelerate launch` compute the same losses as one process."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+from test_train import train_argv, write_run_inputs
+
+from train import main
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def step_losses(output_dir):
+    with open(os.path.join(output_dir, "trainer_state.json")) as f:
+        history = json.load(f)["log_history"]
+    return {h["step"]: h["loss"] for h in history if "loss" in h}
+
+
+def test_two_rank_ddp_matches_one_process_on_the_same_global_batch(tmp_path):
+    backbone, data = write_run_inputs(str(tmp_path))
+    # No dropout anywhere (the backbone is saved without it), so both runs are deterministic functions of the data.
+    common = ("--char_dropout", "0", "--classifier_dropout", "0", "--eval_strategy", "no", "--save_strategy", "no",
+              "--test_split", "none", "--max_steps", "4")
+    single = str(tmp_path / "single")
+    main(train_argv(backbone, data, single, *common, "--per_device_train_batch_size", "4"))
+
+    ddp = str(tmp_path / "ddp")
+    accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    command = [
+        accelerate, "launch", "--config_file", os.path.join(REPO_ROOT, "accelerate_configs", "cpu_ddp.yaml"),
+        "--main_process_port", str(free_port()), os.path.join(REPO_ROOT, "train.py"),
+        *train_argv(backbone, data, ddp, *common, "--per_device_train_batch_size", "2"),
+    ]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+
+    ranks = []
+    for rank in (0, 1):
+        with open(os.path.join(ddp, "_ranks", f"rank{rank}.json")) as f:
+            ranks.append(json.load(f))
+    assert [r["rank"] for r in ranks] == [0, 1] and {r["world_size"] for r in ranks} == {2}
+    assert {r["backend"] for r in ranks} == {"gloo"}
+    # Each rank gathered the pids of the whole group: both see the same two distinct processes.
+    assert ranks[0]["group_pids"] == ranks[1]["group_pids"] == [ranks[0]["pid"], ranks[1]["pid"]]
+    assert ranks[0]["pid"] != ranks[1]["pid"]
+
+    expected, got = step_losses(single), step_losses(ddp)
+    assert sorted(got) == sorted(expected) == [1, 2, 3, 4]
+    for step in expected:
+        assert got[step] == pytest.approx(expected[step], rel=1e-4), step
