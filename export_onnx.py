@@ -1,0 +1,120 @@
+"""Export a saved piiner model to ONNX (CRF decode inside the graph), quantise it to int8, and use the graph.
+
+    python export_onnx.py export runs/quickstart --out runs/quickstart/onnx --int8
+    python export_onnx.py predict runs/quickstart/onnx --file model.int8.onnx --data data/quickstart --split test \\
+        --out runs/quickstart/onnx/pred_int8_test.jsonl
+    python evaluate_model.py --predictions runs/quickstart/onnx/pred_int8_test.jsonl --data data/quickstart --split test
+    python export_onnx.py compare runs/quickstart runs/quickstart/onnx --data data/quickstart --split test --limit 500
+
+`predict` writes the JSONL that `evaluate_model.py --predictions` scores, so the fp32 and int8 graphs are scored
+exactly as the PyTorch model is. `compare` checks that the graph yields the entities of the PyTorch pipeline.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def load_texts(data, split, limit):
+    """Rows `{id, text}` of a dataset folder / Hub id / JSONL (the evaluation loader), the first `limit` of them."""
+    from evaluation.data import load_gold
+
+    rows = load_gold(data, split=split, limit=limit)
+    return [{"id": r.get("id", str(i)), "text": r["text"]} for i, r in enumerate(rows)]
+
+
+def cmd_export(args):
+    from transformers import AutoTokenizer
+
+    from export.onnx_export import export_onnx
+    from export.quantize import quantize_int8
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+
+    model = PiiNerForTokenClassification.from_pretrained(args.model)
+    tokenizer = AutoTokenizer.from_pretrained(args.model, config=model.config)
+    out = Path(args.out or Path(args.model) / "onnx")
+    started = time.perf_counter()
+    path = export_onnx(model, out, tokenizer=tokenizer, opset_version=args.opset)
+    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB, {time.perf_counter() - started:.0f} s, "
+          "verified against PyTorch)")
+    if args.int8:
+        int8 = quantize_int8(path, per_channel=args.per_channel)
+        print(f"wrote {int8} ({int8.stat().st_size / 2**20:.1f} MiB)")
+
+
+def cmd_predict(args):
+    from export.onnx_runtime import OnnxPiiNer
+
+    finder = OnnxPiiNer(args.onnx_dir, onnx_file=args.file)
+    rows = load_texts(args.data, args.split, args.limit)
+    started = time.perf_counter()
+    entities = finder([r["text"] for r in rows], batch_size=args.batch_size)
+    seconds = time.perf_counter() - started
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as f:
+        for row, found in zip(rows, entities):
+            spans = [{"start": e["start"], "end": e["end"], "label": e["type"]} for e in found]
+            f.write(json.dumps({"id": row["id"], "text": row["text"], "spans": spans}) + "\n")
+    print(f"wrote {len(rows)} predictions to {out} ({len(rows) / seconds:.1f} texts/s)")
+
+
+def cmd_compare(args):
+    from transformers import AutoTokenizer
+
+    from export.onnx_runtime import OnnxPiiNer
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+
+    texts = [r["text"] for r in load_texts(args.data, args.split, args.limit)]
+    model = PiiNerForTokenClassification.from_pretrained(args.model).eval()
+    tokenizer = AutoTokenizer.from_pretrained(args.model, config=model.config)
+    expected = PiiNerTokenClassificationPipeline(model=model, tokenizer=tokenizer)(texts, batch_size=args.batch_size)
+    got = OnnxPiiNer(args.onnx_dir, onnx_file=args.file)(texts, batch_size=args.batch_size)
+    differing = [i for i, (a, b) in enumerate(zip(expected, got)) if _keys(a) != _keys(b)]
+    print(f"{len(texts) - len(differing)}/{len(texts)} texts with identical entities "
+          f"({sum(map(len, expected))} pipeline entities, {sum(map(len, got))} from {args.file})")
+    for i in differing[:5]:
+        print(f"  text {i}: pipeline {_keys(expected[i])}\n          onnx     {_keys(got[i])}")
+    return 1 if differing and args.file == "model.onnx" else 0
+
+
+def _keys(entities):
+    return [(e["start"], e["end"], e["type"]) for e in entities]
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export", help="export a saved model folder to ONNX")
+    e.add_argument("model", help="saved piiner model folder")
+    e.add_argument("--out", help="export folder (default: MODEL/onnx)")
+    e.add_argument("--int8", action="store_true", help="also write the dynamic int8 copy model.int8.onnx")
+    e.add_argument("--per-channel", action="store_true", help="int8 scales per output channel")
+    e.add_argument("--opset", type=int, default=18)
+    for name, help_text in (("predict", "write predictions of a graph as JSONL for evaluate_model.py"),
+                            ("compare", "compare the graph's entities with the PyTorch pipeline's")):
+        s = sub.add_parser(name, help=help_text)
+        if name == "compare":
+            s.add_argument("model", help="the saved piiner model folder the graph was exported from")
+        s.add_argument("onnx_dir", help="export folder")
+        s.add_argument("--file", default="model.onnx", help="graph in the folder (model.onnx or model.int8.onnx)")
+        s.add_argument("--data", required=True, help="dataset folder (save_to_disk), Hub id or JSONL of texts")
+        s.add_argument("--split", default="test")
+        s.add_argument("--limit", type=int, help="first N rows only")
+        s.add_argument("--batch-size", type=int, default=32)
+        if name == "predict":
+            s.add_argument("--out", required=True, help="JSONL to write")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    handler = {"export": cmd_export, "predict": cmd_predict, "compare": cmd_compare}[args.command]
+    return handler(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
