@@ -168,3 +168,37 @@ def test_token_weights_use_the_tier_of_the_gold_type():
     table = label_weight_table(config.id2label, config.type_to_tier, {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0}, 0.5)
     labels = torch.tensor([[-100, LABEL2ID["O"], LABEL2ID["I-SSN"], LABEL2ID["B-EMAIL"], LABEL2ID["B-DATE"], LABEL2ID["B-PIN"]]])
     assert token_weights(labels, table).tolist() == [[0.0, 0.5, 3.0, 2.0, 1.5, 1.0]]
+
+
+def test_non_finite_parameter_is_reported_with_its_component(tmp_path):
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from training.trainer import PiiNerTrainer, first_non_finite
+
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
+    _, _, args = parse_args(["--output_dir", str(tmp_path), "--use_cpu", "true", "--report_to", "none"])
+    optimizer = PiiNerTrainer(model=model, args=args).create_optimizer()
+    assert first_non_finite(optimizer, "param") is None
+    with torch.no_grad():
+        model.piiner.fusion.gate.bias[3] = float("inf")
+    assert first_non_finite(optimizer, "param") == ("char", "piiner.fusion.gate.bias")
+
+
+def test_deberta_backbone_gets_adam_epsilon_one_unless_set(tmp_path):
+    from conftest import tiny_deberta_config
+
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from training.trainer import PiiNerTrainer
+
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_deberta_config()))
+    for flags, expected in (([], 1.0), (["--backbone_adam_epsilon", "1e-6"], 1e-6)):
+        _, _, args = parse_args(["--output_dir", str(tmp_path), "--use_cpu", "true", "--report_to", "none", *flags])
+        optimizer = PiiNerTrainer(model=model, args=args).create_optimizer()
+        eps = {g["component"]: g["eps"] for g in optimizer.param_groups}
+        assert eps == {"backbone": expected, "char": args.adam_epsilon, "head": args.adam_epsilon}
+
+
+def test_early_stopping_without_a_best_model_metric_is_refused(tmp_path):
+    from train import main
+
+    with pytest.raises(SystemExit, match="early_stopping_patience needs load_best_model_at_end"):
+        main(["--output_dir", str(tmp_path), "--early_stopping_patience", "2", "--report_to", "none"])

@@ -1,0 +1,121 @@
+"""Tokens per second of one training step (forward, backward, AdamW step): piiner vs a plain token classifier.
+
+Both use the same backbone and the same batch (default: the packaged MiniLM, 16 windows of 128 tokens). piiner
+adds the char CNN, the gated fusion and the CRF; the target is an overhead of at most 20%.
+
+    python benchmarks/bench_train_step.py [--backbone embedded:all-MiniLM-L6-v2] [--batch 16] [--length 128] [--steps 5]
+
+Prints a markdown table. Timings on a shared machine vary: run it on an idle one and say so when quoting it.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from transformers import AutoModelForTokenClassification, AutoTokenizer  # noqa: E402
+
+from piiner.modeling_piiner import PiiNerForTokenClassification  # noqa: E402
+from piiner.pii_schema import LABEL2ID  # noqa: E402
+from piiner.tokenization_utils import encode_texts  # noqa: E402
+from training.args import resolve_backbone  # noqa: E402
+from training.class_weights import label_weight_table, token_weights  # noqa: E402
+
+SENTENCE = (
+    "Please send the signed form to Maria Garcia at maria.garcia@example.com or call +1 (555) 201-3344; "
+    "her SSN 123-45-6789 and card 4111 1111 1111 1111 are on file at 42 Oak Street, Springfield. "
+)
+
+
+def make_batch(tokenizer, config, batch, length):
+    texts = [f"Ticket {i}: " + SENTENCE * 8 for i in range(batch)]
+    enc = encode_texts(tokenizer, texts, config, max_length=length, stride=0)
+    keep = [i for i, s in enumerate(enc["overflow_to_sample_mapping"].tolist()) if i == 0 or s != enc["overflow_to_sample_mapping"][i - 1]]
+    inputs = {k: enc[k][keep] for k in ("input_ids", "attention_mask", "char_ids")}
+    if "token_type_ids" in enc:
+        inputs["token_type_ids"] = enc["token_type_ids"][keep]
+    # Labels: O on text, a B-/I-EMAIL run in the middle of each row, -100 on special tokens and padding.
+    real = inputs["char_ids"].ne(0).any(-1)
+    labels = torch.full(real.shape, LABEL2ID["O"]).masked_fill(~real, -100)
+    labels[:, 10] = LABEL2ID["B-EMAIL"]
+    labels[:, 11:14] = LABEL2ID["I-EMAIL"]
+    inputs["labels"] = labels
+    return inputs
+
+
+class StepTimer:
+    """One model + batch + AdamW; `step()` times one training step."""
+
+    def __init__(self, name, model, inputs):
+        self.name, self.model, self.inputs = name, model, inputs
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        self.times = []
+
+    def step(self, record=True):
+        self.model.train()
+        start = time.perf_counter()
+        self.model(**self.inputs).loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if record:
+            self.times.append(time.perf_counter() - start)
+
+
+def run_interleaved(timers, steps, warmup=1):
+    """Round-robin over the models, so load from other processes hits all of them alike; report the minimum
+    (the step least disturbed by others) and the median."""
+    for _ in range(warmup):
+        for timer in timers:
+            timer.step(record=False)
+    for _ in range(steps):
+        for timer in timers:
+            timer.step()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--backbone", default="embedded:all-MiniLM-L6-v2")
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    path = resolve_backbone(args.backbone)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    piiner = PiiNerForTokenClassification.from_backbone(path)
+    batch = make_batch(tokenizer, piiner.config, args.batch, args.length)
+    table = label_weight_table(piiner.config.id2label, piiner.config.type_to_tier, {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0})
+    n_tokens = int(batch["attention_mask"].sum())
+
+    plain = AutoModelForTokenClassification.from_pretrained(path, num_labels=len(LABEL2ID))
+    without_chars = {k: v for k, v in batch.items() if k != "char_ids"}
+    weighted = {**batch, "label_weights": token_weights(batch["labels"], table)}
+    timers = [
+        StepTimer("plain AutoModelForTokenClassification (softmax CE)", plain, without_chars),
+        StepTimer("piiner without char ids (encoder + CRF NLL)", piiner, without_chars),
+        StepTimer("piiner (char CNN + fusion + CRF NLL)", piiner, batch),
+        StepTimer("piiner as train.py runs it (+ tier-weighted token NLL)", piiner, weighted),
+    ]
+    run_interleaved(timers, args.steps)
+    rows = [(t.name, min(t.times), statistics.median(t.times)) for t in timers]
+
+    base = rows[0][1]
+    print(f"\nbackbone {args.backbone}, batch {tuple(batch['input_ids'].shape)}, {n_tokens} real tokens, "
+          f"torch threads {torch.get_num_threads()}, {args.steps} interleaved steps each, load average "
+          f"{os.getloadavg()[0]:.1f}\n")
+    print("| model | s/step (min) | s/step (median) | tokens/s (min) | overhead vs plain (min) |")
+    print("|---|---|---|---|---|")
+    for name, fastest, median in rows:
+        print(f"| {name} | {fastest:.3f} | {median:.3f} | {n_tokens / fastest:,.0f} | {100 * (fastest / base - 1):+.0f}% |")
+
+
+if __name__ == "__main__":
+    main()
