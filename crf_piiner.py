@@ -89,17 +89,36 @@ class PiiNerCRF(nn.Module):
         "B-X"/"I-X") into "B-X". Such labels come from windows cut inside an entity or from sloppy sources; scored
         as they are, they would give an infinite loss.
         """
-        tags = tags.clone()
-        prev = torch.zeros_like(tags[:, 0])
-        started = torch.zeros_like(mask[:, 0])
-        for t in range(tags.shape[1]):
-            tag = tags[:, t]
-            ok = torch.where(started, self.allowed[tag, prev], self.start_allowed[tag])
-            tag = torch.where(mask[:, t] & ~ok, self.begin_of[tag], tag)
-            tags[:, t] = torch.where(mask[:, t], tag, tags[:, t])
-            prev = torch.where(mask[:, t], tag, prev)
-            started = started | mask[:, t]
-        return tags
+        # Repairing "I-X" into "B-X" never changes whether the next label may follow (the same labels may follow
+        # both), so every position is judged against the original label before it, all at once.
+        safe = tags.clamp(min=0)  # -100 off the mask
+        previous, has_previous = previous_real_labels(safe, mask)
+        ok = torch.where(has_previous, self.allowed[safe, previous], self.start_allowed[safe])
+        return torch.where(mask & ~ok, self.begin_of[safe], tags)
+
+
+def previous_real_labels(tags: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """
+    For each position, the label at the latest real position before it, and whether there is one.
+
+    Args:
+        tags (`torch.LongTensor` of shape `(batch, seq_len)`): label ids (negative ids are read as 0).
+        mask (`torch.BoolTensor` of shape `(batch, seq_len)`): the real positions.
+
+    Returns:
+        `(labels, has_previous)`, both (batch, seq_len); labels are 0 where there is no previous real position.
+    """
+    index = previous_real_index(mask)
+    labels = tags.clamp(min=0).gather(1, index.clamp(min=0))
+    return torch.where(index >= 0, labels, torch.zeros_like(labels)), index >= 0
+
+
+def previous_real_index(mask: torch.Tensor) -> torch.Tensor:
+    """(batch, seq_len) index of the latest real position strictly before each position, -1 where there is none."""
+    batch, seq_len = mask.shape
+    positions = torch.arange(seq_len, device=mask.device).expand(batch, seq_len)
+    latest = torch.where(mask, positions, -1).cummax(dim=1).values  # latest real position at or before t
+    return torch.cat([latest.new_full((batch, 1), -1), latest[:, :-1]], dim=1)
 
 
 class _TransitionSums:
@@ -255,20 +274,12 @@ def crf_path_score(
 
 def _path_terms(emissions, tags, mask, start, transitions):
     """Per-position local scores of a path (start or incoming transition, plus emission; 0 off the mask), and the
-    previous real label of each position (the position's own label where there is none)."""
-    emissions = emissions.float()
-    emitted = emissions.gather(-1, tags.clamp(min=0).unsqueeze(-1)).squeeze(-1)
-    prev = torch.zeros_like(tags[:, 0])
-    started = torch.zeros_like(mask[:, 0])
-    terms, prevs = [], []
-    for t in range(tags.shape[1]):
-        tag = tags[:, t].clamp(min=0)
-        local = torch.where(started, transitions[tag, prev], start[tag]) + emitted[:, t]
-        terms.append(torch.where(mask[:, t], local, torch.zeros_like(local)))
-        prevs.append(torch.where(started, prev, tag))
-        prev = torch.where(mask[:, t], tag, prev)
-        started = started | mask[:, t]
-    return torch.stack(terms, dim=1), torch.stack(prevs, dim=1)
+    previous real label of each position (0 where there is none)."""
+    tags = tags.clamp(min=0)
+    emitted = emissions.float().gather(-1, tags.unsqueeze(-1)).squeeze(-1)
+    previous, has_previous = previous_real_labels(tags, mask)
+    local = torch.where(has_previous, transitions[tags, previous], start[tags]) + emitted
+    return torch.where(mask, local, torch.zeros_like(local)), previous
 
 
 def _last_end_score(tags, mask, end):
@@ -304,22 +315,11 @@ def crf_token_nll(
     beta_here = betas.gather(-1, safe_tags.unsqueeze(-1)).squeeze(-1)
     # At the first real position the conditional is normalised by log Z, elsewhere by the previous real
     # position's backward message at its gold label.
-    first = mask & (mask.long().cumsum(dim=1) == 1)
-    beta_prev = torch.where(first, log_z.unsqueeze(1), _previous_real_beta(betas, prev, mask))
+    index = previous_real_index(mask)
+    beta_before = betas.gather(1, index.clamp(min=0).unsqueeze(-1).expand(-1, -1, betas.shape[-1]))
+    beta_prev = torch.where(index >= 0, beta_before.gather(-1, prev.unsqueeze(-1)).squeeze(-1), log_z.unsqueeze(1))
     terms = -(local + beta_here - beta_prev)
     return torch.where(mask, terms, torch.zeros_like(terms))
-
-
-def _previous_real_beta(betas, prev, mask):
-    """For each position, the backward message of the previous real position at label `prev` (its gold label)."""
-    batch, seq_len, _ = betas.shape
-    positions = torch.arange(seq_len, device=mask.device).expand(batch, seq_len)
-    marked = torch.where(mask, positions, -1)
-    # Index of the latest real position strictly before t: running max of the marked indices, shifted by one.
-    running = marked.cummax(dim=1).values
-    before = torch.cat([running.new_full((batch, 1), -1), running[:, :-1]], dim=1).clamp(min=0)
-    beta_at_before = betas.gather(1, before.unsqueeze(-1).expand(-1, -1, betas.shape[-1]))
-    return beta_at_before.gather(-1, prev.unsqueeze(-1)).squeeze(-1)
 
 
 def crf_marginals(

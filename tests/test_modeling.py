@@ -244,3 +244,19 @@ def test_from_backbone_with_packaged_minilm():
     with torch.no_grad():
         out = model(**inputs)
     assert out.logits.shape == (3, 9, 83) and torch.isfinite(out.logits).all()
+
+
+def test_char_cnn_shortcuts_give_what_each_word_alone_gives():
+    """Sub-tokens of one word are encoded once and short words at their own width: same features as one by one."""
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    torch.manual_seed(0)
+    cnn = PiiNerCharCNN(config).eval()
+    generator = torch.Generator().manual_seed(1)
+    lengths = [3, 3, 3, 20, 5, 40, 40, 1, 16, 17]
+    rows = torch.zeros(len(lengths), 48, dtype=torch.long)
+    for i, length in enumerate(lengths):
+        rows[i, :length] = torch.randint(1, 512, (length,), generator=generator)
+    rows[1], rows[6] = rows[0], rows[5]  # sub-tokens of the same word
+    together = cnn(rows)
+    alone = torch.cat([cnn(row[: max(length, 1)].unsqueeze(0)) for row, length in zip(rows, lengths)])
+    torch.testing.assert_close(together, alone, atol=1e-6, rtol=1e-5)
