@@ -268,7 +268,7 @@ def crf_path_score(
     transitions: torch.Tensor,
     end: torch.Tensor,
 ) -> torch.Tensor:
-    """Score of the label path `tags` (batch, seq_len) over the real positions: start + emissions + transitions + end."""
+    """Score of the label path `tags` (batch, seq_len) over the real positions: start, emissions, transitions, end."""
     return _path_terms(emissions, tags, mask, start, transitions)[0].sum(-1) + _last_end_score(tags, mask, end)
 
 

@@ -43,14 +43,18 @@ def unequal(state, reference, prefix=""):
 report["config_class"] = type(AutoConfig.from_pretrained(snapshot, trust_remote_code=True)).__name__
 report["tokenizer_ids"] = AutoTokenizer.from_pretrained(snapshot, trust_remote_code=True)("call john").input_ids
 
-model, info = AutoModelForTokenClassification.from_pretrained(snapshot, trust_remote_code=True, output_loading_info=True)
+model, info = AutoModelForTokenClassification.from_pretrained(
+    snapshot, trust_remote_code=True, output_loading_info=True
+)
 model.eval()
 report["tagger_class"] = type(model).__name__
 report["tagger_loading"] = loading_report(info)
 report["tagger_unequal"] = unequal(model.state_dict(), saved)
 with torch.no_grad():
     out = model(**inputs)
-report["tagger_outputs_equal"] = {k: torch.equal(getattr(out, k), expected[k]) for k in ("logits", "decoded_tags", "tag_scores")}
+report["tagger_outputs_equal"] = {
+    k: torch.equal(getattr(out, k), expected[k]) for k in ("logits", "decoded_tags", "tag_scores")
+}
 
 for attempt in ("first", "second"):  # a second load in one process once failed with AttributeError (#46661)
     backbone, info = AutoModel.from_pretrained(snapshot, trust_remote_code=True, output_loading_info=True)
@@ -82,7 +86,9 @@ except Exception as error:
 print("REPORT " + json.dumps(report))
 '''
 
-SNAPSHOT_CODE = {"configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "pii_schema.py", "pipeline_piiner.py"}
+SNAPSHOT_CODE = {
+    "configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "pii_schema.py", "pipeline_piiner.py",
+}
 
 
 def expected_code_files():
@@ -117,7 +123,7 @@ def test_snapshot_loads_as_remote_code_in_a_fresh_process(tmp_path, encoder_conf
     inputs = fixed_inputs()
     with torch.no_grad():
         out = model(**inputs)
-        fused = model.piiner(inputs["input_ids"], inputs["attention_mask"], char_ids=inputs["char_ids"]).last_hidden_state
+        fused = model.piiner(**inputs).last_hidden_state
     expected = {"inputs": inputs, "logits": out.logits, "decoded_tags": out.decoded_tags,
                 "tag_scores": out.tag_scores, "fused": fused}
     torch.save(expected, tmp_path / "expected.pt")
