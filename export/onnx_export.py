@@ -1,12 +1,8 @@
 """Export a piiner tagger to ONNX with torch.onnx (the dynamo exporter), CRF decode included.
 
 The graph takes `input_ids`, `attention_mask` and `char_ids` with dynamic batch, sequence and word-length axes and
-returns `emissions` (log-softmax emission scores) and then, with `crf="graph"` (the default), `decoded_tags` (the
-Viterbi path, -100 off the CRF positions) and `tag_scores` (the CRF marginal of each decoded tag), the same things
-the PyTorch model gives in eval mode, computed inside the graph by two `Scan` loops over the sequence. With
-`crf="outside"` it returns the constrained CRF scores instead (`crf_start`, `crf_transitions[to, from]`,
-`crf_end`) and `export.crf_numpy` decodes on the host: onnxruntime steps through a `Scan` node by node, which
-costs more than the same loop in numpy (see `benchmarks/bench_inference.py`).
+returns `emissions` (log-softmax emission scores), `decoded_tags` (the Viterbi path, -100 off the CRF positions) and
+`tag_scores` (the CRF marginal of each decoded tag), the same three things the PyTorch model gives in eval mode.
 
 `PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
 characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
@@ -27,10 +23,7 @@ from piiner.modeling_piiner import PiiNerForTokenClassification
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "char_ids")
-OUTPUT_NAMES = {
-    "graph": ("emissions", "decoded_tags", "tag_scores"),
-    "outside": ("emissions", "crf_start", "crf_transitions", "crf_end"),
-}
+OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")
 ONNX_FILE = "model.onnx"
 # Written next to the graph: what the runtime checks before it trusts the folder.
 EXPORT_INFO_FILE = "onnx_export.json"
@@ -63,12 +56,9 @@ class PiiNerExportWrapper(nn.Module):
     what the encoder assumes when none are given.
     """
 
-    def __init__(self, model: PiiNerForTokenClassification, crf: str = "graph"):
+    def __init__(self, model: PiiNerForTokenClassification):
         super().__init__()
-        if crf not in OUTPUT_NAMES:
-            raise ValueError(f"crf must be one of {sorted(OUTPUT_NAMES)}, got {crf!r}")
         self.model = model.eval()
-        self.crf = crf
 
     def forward(self, input_ids, attention_mask, char_ids):
         piiner = self.model.piiner
@@ -81,8 +71,6 @@ class PiiNerExportWrapper(nn.Module):
         hidden = torch.where(mask.unsqueeze(-1), fused, hidden)
         emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
         start, transitions, end = self.model.crf.constrained_transitions()
-        if self.crf == "outside":
-            return emissions, start, transitions, end
         decoded_tags, tag_scores = scan_decode(emissions, mask, start, transitions, end)
         return emissions, decoded_tags, tag_scores
 
@@ -116,7 +104,6 @@ def export_onnx(
     tokenizer=None,
     opset_version: int = DEFAULT_OPSET,
     verify: bool = True,
-    crf: str = "graph",
 ) -> Path:
     """
     Export `model` to `output_dir/model.onnx`, with the model's config (and `tokenizer`, when given) saved beside it
@@ -128,7 +115,6 @@ def export_onnx(
         tokenizer: the model's fast tokenizer, saved next to the graph.
         opset_version: ONNX opset of the graph.
         verify: run the exported graph once in onnxruntime on the trace inputs and compare with PyTorch.
-        crf: `"graph"` to decode inside the graph, `"outside"` to output the CRF scores for `export.crf_numpy`.
 
     Returns:
         The path of the `.onnx` file.
@@ -140,7 +126,7 @@ def export_onnx(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     onnx_path = output_dir / ONNX_FILE
-    wrapper = PiiNerExportWrapper(model, crf=crf).requires_grad_(False)
+    wrapper = PiiNerExportWrapper(model).requires_grad_(False)
     inputs = example_inputs(model.config)
     batch, seq_len, num_chars = dynamic_dims(model.config)
     dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: batch, 1: seq_len, 2: num_chars})
@@ -151,7 +137,7 @@ def export_onnx(
             dynamo=True,
             dynamic_shapes=dynamic_shapes,
             input_names=list(INPUT_NAMES),
-            output_names=list(OUTPUT_NAMES[crf]),
+            output_names=list(OUTPUT_NAMES),
             opset_version=opset_version,
             verbose=False,
         )
@@ -161,8 +147,7 @@ def export_onnx(
     model.config.save_pretrained(output_dir)
     if tokenizer is not None:
         tokenizer.save_pretrained(output_dir)
-    info = {"onnx_file": ONNX_FILE, "crf": crf, "inputs": list(INPUT_NAMES), "outputs": list(OUTPUT_NAMES[crf]),
-            "opset": opset_version}
+    info = {"onnx_file": ONNX_FILE, "inputs": list(INPUT_NAMES), "outputs": list(OUTPUT_NAMES), "opset": opset_version}
     (output_dir / EXPORT_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     if verify:
         verify_export(wrapper, onnx_path, inputs)
@@ -175,11 +160,10 @@ def verify_export(wrapper: nn.Module, onnx_path: str | Path, inputs, atol: float
 
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     feeds = {name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, inputs)}
-    names = OUTPUT_NAMES[wrapper.crf]
-    got = session.run(list(names), feeds)
+    got = session.run(list(OUTPUT_NAMES), feeds)
     with torch.no_grad():
         expected = [t.numpy() for t in wrapper(*inputs)]
-    for name, exp, out in zip(names, expected, got):
+    for name, exp, out in zip(OUTPUT_NAMES, expected, got):
         if exp.shape != out.shape:
             raise RuntimeError(f"exported graph gives {name} of shape {out.shape}, PyTorch {exp.shape}")
         if name == "decoded_tags":
