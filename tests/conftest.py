@@ -14,9 +14,14 @@ if REPO_ROOT not in sys.path:
     sys.path.insert(0, REPO_ROOT)
 
 import pytest  # noqa: E402
+import torch  # noqa: E402
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors  # noqa: E402
 from tokenizers.models import WordPiece  # noqa: E402
 from transformers import BertConfig, DebertaV2Config, PreTrainedTokenizerFast  # noqa: E402
+
+# The tiny models run hundreds of small ops; with two threads each op pays a thread hand-off that costs more than the
+# op itself (3x slower suite when the machine is busy), and results don't depend on it.
+torch.set_num_threads(1)
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 # Single letters and digits plus their continuation pieces: every ASCII word tokenizes without [UNK], so offsets
