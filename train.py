@@ -24,7 +24,9 @@ from training.callbacks import HubFilesCallback, NonFiniteGuard
 from training.class_weights import inverse_sqrt_class_weights, label_counts
 from training.collator import PiiNerCollator
 from training.features import build_features, oversample
-from training.hub import ensure_code_files, format_upload_plan, render_model_card, upload_plan
+from evaluation.model_card import KNOWN_SOURCES, write_model_card
+from training.args import EMBEDDED_MINILM
+from training.hub import ensure_code_files, format_upload_plan, upload_plan
 from training.span_eval import SpanEvaluator, keep_tags_and_scores
 from training.trainer import PiiNerTrainer
 
@@ -173,15 +175,15 @@ def main(argv=None, extra_callbacks=()):
     if training_args.do_eval or training_args.eval_strategy != "no":
         metrics = trainer.evaluate()
         trainer.save_metrics("eval", metrics)
-        reports["validation"] = evaluator.last_report
+        reports["validation"] = {**evaluator.last_report, "n_texts": len(eval_records)}
     if test_features is not None:
         trainer.compute_metrics = SpanEvaluator(test_records, test_features, config)
         metrics = trainer.predict(test_features, metric_key_prefix="test").metrics
         trainer.save_metrics("test", metrics)
-        reports["test"] = trainer.compute_metrics.last_report
+        reports["test"] = {**trainer.compute_metrics.last_report, "n_texts": len(test_records)}
 
     if trainer.is_world_process_zero():
-        finish_output_folder(trainer, model_args, data_args, reports, len(train_records), n_oversampled)
+        finish_output_folder(trainer, model_args, data_args, reports, train_records, n_oversampled)
     if training_args.push_to_hub:
         trainer.push_to_hub(commit_message="piiner training run")
     if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -189,34 +191,55 @@ def main(argv=None, extra_callbacks=()):
     return trainer
 
 
-def finish_output_folder(trainer, model_args, data_args, reports, n_train_records, n_oversampled):
+def finish_output_folder(trainer, model_args, data_args, reports, train_records, n_oversampled):
     """Code files, evaluation reports and the model card next to the weights; the push dry run, if asked."""
     args = trainer.args
     ensure_code_files(args.output_dir)
+    command = "python train.py " + " ".join(sys.argv[1:])
+    named_reports = {}
     for split, report in reports.items():
+        report = dict(report)
+        report["meta"] = {"split": split, "command": command, "n_texts": report.pop("n_texts"), "model": args.output_dir}
         with open(os.path.join(args.output_dir, f"evaluation_{split}.json"), "w") as f:
             json.dump(report, f, indent=2)
-    repo_id = args.hub_model_id or os.path.basename(os.path.abspath(args.output_dir))
+        named_reports[f"{os.path.basename(os.path.normpath(data_args.dataset))} {split} split"] = report
     summary = {
-        "training records": f"{n_train_records:,} ({n_oversampled:,} oversampled x{data_args.oversample_factor})",
+        "training records": f"{len(train_records):,}" + (
+            f" ({n_oversampled:,} with tier {data_args.oversample_tiers} spans oversampled x{data_args.oversample_factor})"
+            if n_oversampled else ""
+        ),
         "optimizer steps": f"{trainer.state.global_step} (epochs: {trainer.state.epoch or 0:.2f})",
         "window": f"{data_args.max_length} tokens, stride {data_args.stride}",
-        "learning rates": f"backbone {args.backbone_learning_rate}, char {args.char_learning_rate}, "
-        f"head {args.head_learning_rate}",
+        "learning rates": f"backbone {args.backbone_learning_rate}, char CNN + fusion {args.char_learning_rate}, "
+        f"emissions + CRF {args.head_learning_rate}",
         "backbone AdamW eps": trainer.backbone_epsilon(trainer.model),
         "tier loss weights": args.tier_weight_schedule or args.tier_weights,
         "class weighting": args.class_weighting,
         "processes x batch per device": f"{args.world_size} x {args.per_device_train_batch_size}",
         "seed": args.seed,
+        "command": f"`{command}`",
     }
     if args.metric_for_best_model:
-        summary["best checkpoint"] = f"{trainer.state.best_model_checkpoint} ({args.metric_for_best_model}="\
-            f"{trainer.state.best_metric})"
-    backbone = model_args.init_from_checkpoint or model_args.model_name_or_path
-    trainer.model_card_text = render_model_card(repo_id, backbone, data_args.dataset, reports, summary)
-    trainer.create_model_card()
+        summary["best checkpoint"] = (
+            f"{trainer.state.best_model_checkpoint} ({args.metric_for_best_model} = {trainer.state.best_metric})"
+        )
+    sources = sorted(set(train_records["source"])) if "source" in train_records.column_names else []
+    data_sources = [s if s in KNOWN_SOURCES else {"name": s, "license": "not recorded"} for s in sources]
+    trainer.model_card_text = write_model_card(
+        args.output_dir, trainer.model.config, named_reports, data_sources=data_sources,
+        base_model=hub_base_model(model_args), repo_id=args.hub_model_id, training_summary=summary,
+    )
     if args.push_dry_run:
-        print(format_upload_plan(upload_plan(args.output_dir), args.hub_model_id or repo_id), flush=True)
+        repo_id = args.hub_model_id or os.path.basename(os.path.abspath(args.output_dir))
+        print(format_upload_plan(upload_plan(args.output_dir), repo_id), flush=True)
+
+
+def hub_base_model(model_args):
+    """The Hub id of the encoder for the card's metadata, when there is one (not for a local folder)."""
+    name = model_args.model_name_or_path
+    if name.lower() == EMBEDDED_MINILM.lower():
+        return "sentence-transformers/all-MiniLM-L6-v2"
+    return name if _looks_like_hub_id(name) and not os.path.exists(name) else None
 
 
 if __name__ == "__main__":

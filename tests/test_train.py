@@ -180,7 +180,7 @@ def test_output_folder_is_a_complete_hub_repo(full_run):
     assert "token-classification" in config["custom_pipelines"]
     card = open(os.path.join(out, "README.md")).read()
     assert card == open(os.path.join(out, "model_card.md")).read()
-    assert "trust_remote_code=True" in card and "test split" in card
+    assert "trust_remote_code=True" in card and "data test split" in card and "piiner_metrics.png" in files
     report = json.load(open(os.path.join(out, "evaluation_test.json")))
     assert set(report) >= {"overall", "per_type", "per_tier"}
 

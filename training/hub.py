@@ -1,4 +1,6 @@
-"""The output folder as a Hub model repo: code files, model card, and what a push would upload."""
+"""The output folder as a Hub model repo: code files, the card files, and what a push would upload.
+
+The card itself is rendered by ``evaluation.model_card``."""
 
 import ast
 import os
@@ -76,79 +78,8 @@ def format_upload_plan(plan, repo_id):
     return "\n".join(lines)
 
 
-def _metrics_section(report):
-    if not report:
-        return "Not evaluated yet.\n"
-    try:
-        from evaluation.report import format_markdown
-    except ImportError:
-        overall = report["overall"]
-        return (
-            f"Strict span-level (exact start, end and type): precision {overall['precision']:.3f}, "
-            f"recall {overall['recall']:.3f}, F1 {overall['f1']:.3f}, F2 {overall['f2']:.3f}.\n"
-        )
-    return format_markdown(report) + "\n"
-
-
-def render_model_card(repo_id, backbone, dataset, reports, training_summary):
-    """A model card (README.md) for a trained piiner folder.
-
-    Args:
-        repo_id: the model's Hub name; backbone: the encoder it was built on; dataset: the training corpus.
-        reports: ``{split name: span_metrics report}`` measured after training.
-        training_summary: ``{name: value}`` lines about the run (steps, learning rates, tier weights, ...).
-    """
-    tags = ["token-classification", "pii", "ner", "privacy", "piiner"]
-    lines = [
-        "---",
-        "language: en",
-        "library_name: transformers",
-        "pipeline_tag: token-classification",
-        "tags:",
-        *[f"- {t}" for t in tags],
-        "---",
-        "",
-        f"# {repo_id}",
-        "",
-        "A piiner tagger for personally identifiable information in English text: 41 PII types in 4 sensitivity "
-        f"tiers, BIO labels decoded by a constrained CRF. Encoder: `{backbone}`, with a character CNN over each "
-        "token's whole word fused in by a learned gate.",
-        "",
-        "## Use",
-        "",
-        "```python",
-        "from transformers import pipeline",
-        "",
-        f'pii = pipeline("token-classification", model="{repo_id}", trust_remote_code=True)',
-        'pii("Call John Smith at 555-0100 or john@example.com")',
-        "# [{'type': 'PERSON', 'tier': 2, 'score': ..., 'start': 5, 'end': 15, 'word': 'John Smith'}, ...]",
-        "```",
-        "",
-        "Texts longer than the model's window are split into overlapping windows inside the pipeline.",
-        "",
-        "## Training",
-        "",
-        f"Data: `{dataset}`.",
-        "",
-        *[f"- {name}: {value}" for name, value in training_summary.items()],
-        "",
-    ]
-    for split, report in reports.items():
-        lines += [f"## Evaluation ({split} split)", "", _metrics_section(report)]
-    if not reports:
-        lines += ["## Evaluation", "", _metrics_section(None)]
-    lines += [
-        "## Limitations",
-        "",
-        "A PII tagger misses things: do not treat its output as a guarantee of anonymisation. Scores above are "
-        "strict span matches on the splits named; text from other domains will score lower.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def write_model_card(folder, card):
-    """Write the card as README.md (what the Hub shows) and model_card.md (the same text, kept as is)."""
+def write_card_files(folder, card):
+    """Write a rendered card as README.md (what the Hub shows) and model_card.md (the same text)."""
     for name in ("README.md", "model_card.md"):
         with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
             f.write(card)
