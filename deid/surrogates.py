@@ -279,7 +279,18 @@ def fake_crypto_wallet(value, rng, faker):
 
 # ---- dates ----------------------------------------------------------------------------------------------------
 
-_DATE_TOKEN = re.compile(r"\d+|[^\W\d_]+|.", re.S)
+# A time of day (9:05, 14:30:59) is one token, so its digits never read as date fields.
+TIME_OF_DAY = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?::\d{2})?(?!\d)")
+_DATE_TOKEN = re.compile(TIME_OF_DAY.pattern + r"|\d+|[^\W\d_]+|.", re.S)
+TWELVE_HOUR = re.compile(r"(?i)(?<![^\W\d_])[ap]\.?m\b")
+
+
+def _fake_time(token, rng, twelve_hour):
+    """A random valid time with the token's fields and hour padding (1-12 on a 12-hour clock)."""
+    fields = token.split(":")
+    hour = rng.randint(1, 12) if twelve_hour else rng.randint(0, 23)
+    new = [f"{hour:0{len(fields[0])}d}"] + [f"{rng.randint(0, 59):02d}" for _ in fields[1:]]
+    return ":".join(new)
 
 
 def _month_index(word):
@@ -346,9 +357,13 @@ def _parse_date(tokens):
 
 def fake_date(value, rng, faker):
     tokens = _DATE_TOKEN.findall(value)
+    twelve_hour = bool(TWELVE_HOUR.search(value))
     parsed = _parse_date(tokens)
     if parsed is None:
-        return None
+        if any(t.isdigit() for t in tokens) or not any(TIME_OF_DAY.fullmatch(t) for t in tokens):
+            return None
+        # A time alone ("14:30", "9:05 pm"): new times, the rest kept.
+        return "".join(_fake_time(t, rng, twelve_hour) if TIME_OF_DAY.fullmatch(t) else t for t in tokens)
     roles, year, month, day, ambiguous = parsed
     shift = datetime.timedelta(days=rng.randint(30, 1500) * rng.choice((-1, 1)))
     base = datetime.date(year, month, day)
@@ -367,6 +382,8 @@ def fake_date(value, rng, faker):
         elif role in ("month", "day"):
             number = new.month if role == "month" else new.day
             out.append(f"{number:02d}" if len(tok) == 2 else str(number))
+        elif TIME_OF_DAY.fullmatch(tok):
+            out.append(_fake_time(tok, rng, twelve_hour))
         elif role == "month_name":
             names = MONTHS_FULL if len(tok) > 3 and tok.lower() != "sept" else MONTHS_ABBR
             out.append(match_case(tok, names[new.month - 1]))

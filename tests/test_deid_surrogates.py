@@ -95,6 +95,17 @@ def test_date_keeps_format_and_is_a_real_date(gen, value, fmt):
     assert fake != value
 
 
+@pytest.mark.parametrize(
+    "value, fmt",
+    [("2021-03-05 14:30", "%Y-%m-%d %H:%M"), ("2021-03-05T14:30:59Z", "%Y-%m-%dT%H:%M:%SZ"),
+     ("March 5, 2021 at 09:05 PM", "%B %d, %Y at %I:%M %p"), ("14:30:59", "%H:%M:%S")],
+)
+def test_date_with_time_keeps_both_formats(gen, value, fmt):
+    fake = gen(value, "DATE")
+    datetime.datetime.strptime(fake, fmt)
+    assert fake != value
+
+
 def test_ambiguous_numeric_date_stays_valid_in_both_readings(gen):
     for value in ["03/04/2021", "01/02/2003", "11/12/1990"]:
         fake = gen(value, "DATE")
