@@ -112,6 +112,9 @@ def main(argv=None):
     except StreamFailure as err:
         print(f"redact.py: stopped: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other filters do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     finally:
         if not from_stdin:
             in_stream.close()
