@@ -141,7 +141,9 @@ def test_snapshot_loads_as_remote_code_in_a_fresh_process(tmp_path, encoder_conf
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false")
+    # Same thread count as this process (conftest uses one): a different split of the reductions changes the last bit.
+    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false",
+               OMP_NUM_THREADS=str(torch.get_num_threads()))
     result = subprocess.run(
         [sys.executable, str(tmp_path / "checks.py"), str(snapshot), str(tmp_path / "expected.pt"), str(elsewhere)],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
