@@ -2,30 +2,31 @@
 a dynamic sequence length instead of Python loops that the exporter would unroll to the example's length.
 
 The forward scan runs Viterbi's max-product and the forward algorithm side by side; the reverse scan traces the
-Viterbi path back and runs the backward algorithm. The forward and backward sums are matrix products in probability
-space (`_log_matmul`): onnxruntime's ReduceLogSumExp over a (batch, labels, labels) tensor made the decode 5 to 13
-times slower, more than the encoder itself at batch 32.
+Viterbi path back and runs the backward algorithm. Each recurrence is the one of `crf_piiner` (`viterbi_decode`,
+`crf_log_partition`, `crf_backward`, `crf_marginals`: same masking rules, same `started` flag, same back-tracking
+rule) and the per-step sums are `crf_piiner`'s own `_TransitionSums`, built once outside the traced code: matrix
+products for the labels every label may move to, exact gathered log-sum-exps for the constrained "I-" labels. That
+also keeps the graph fast: onnxruntime's ReduceLogSumExp over a (batch, labels, labels) tensor made the decode 5 to
+13 times slower than the encoder's share at batch 32. Tags are identical to PyTorch's and scores agree to float
+rounding; the tests compare them on batches with holes in the mask and rows of different lengths.
 
-Each recurrence mirrors its `crf_piiner` counterpart step for step (`viterbi_decode`, `crf_log_partition`,
-`crf_backward`: same masking rules, same `started` flag, same identity back-pointers on skipped positions) and must
-give the same tags, and the same scores up to float rounding; the tests compare them on batches with holes in the
-mask and rows of different lengths. Conventions are those of `crf_piiner`: `transitions[to, from]`, `mask`
-(batch, seq_len) marks the positions the CRF runs over, float32 throughout.
+Conventions are those of `crf_piiner`: `transitions[to, from]`, `mask` (batch, seq_len) marks the positions the CRF
+runs over, float32 throughout.
 """
 
 import torch
 from torch._higher_order_ops.scan import scan
 
-
-def _log_matmul(messages, weights):
-    """log(exp(messages) @ weights) for (batch, labels) log-messages: the log-sum-exp over the previous (or next)
-    label as one matrix product instead of a reduction over a (batch, labels, labels) tensor, which onnxruntime
-    computes slowly. Forbidden moves weigh exp(-1e4) = 0, so they still carry no probability."""
-    peak = messages.amax(dim=-1, keepdim=True).clamp(min=-1e30)
-    return torch.log(torch.exp(messages - peak) @ weights) + peak
+from piiner.crf_piiner import _TransitionSums
 
 
-def scan_decode(emissions, mask, start, transitions, end):
+def transition_sums(transitions: torch.Tensor) -> _TransitionSums:
+    """The CRF's per-step sums for fixed (constrained) transitions, from concrete values: its index tables depend on
+    which moves are allowed, so they are built before tracing and enter the graph as constants."""
+    return _TransitionSums(transitions.detach())
+
+
+def scan_decode(emissions, mask, start, transitions, end, sums: _TransitionSums | None = None):
     """
     Viterbi tags and their CRF marginal probabilities, as `PiiNerForTokenClassification` gives them in eval mode.
 
@@ -33,58 +34,56 @@ def scan_decode(emissions, mask, start, transitions, end):
         emissions (`torch.Tensor` of shape `(batch, seq_len, num_labels)`): log-softmax emission scores.
         mask (`torch.BoolTensor` of shape `(batch, seq_len)`): the CRF positions.
         start, transitions, end: the constrained float32 CRF scores (`PiiNerCRF.constrained_transitions()`).
+        sums: `transition_sums(transitions)`, required when tracing (built here otherwise).
 
     Returns:
         `(decoded_tags, tag_scores)`, both (batch, seq_len): -100 and 0 off the mask.
     """
+    if sums is None:
+        sums = transition_sums(transitions)
     emissions = emissions.float()
     batch, _, num_labels = emissions.shape
-    identity = torch.arange(num_labels, device=emissions.device).unsqueeze(0).expand(batch, num_labels)
     end_row = end.unsqueeze(0).expand(batch, num_labels)
-    forward_weights, backward_weights = transitions.t().exp(), transitions.exp()
 
     def forward_step(carry, step_inputs):
         score, alpha, started = carry
-        to_from = transitions.unsqueeze(0)  # (1, to, from); unsqueezed here: a size-1 closure confuses scan tracing
         emission, real = step_inputs
         real_row, started_row = real.unsqueeze(-1), started.unsqueeze(-1)
-        # Viterbi: best previous label for every label (max over `from`).
-        best, best_from = (score.unsqueeze(1) + to_from).max(dim=-1)
-        new_score = torch.where(started_row, best, start.unsqueeze(0)) + emission
-        # Skipped and first positions point every label to itself, so the trace walks straight through them.
-        backpointer = torch.where(real_row & started_row, best_from, identity)
-        # Forward algorithm: the same recurrence with log-sum-exp in place of max, taken as a matrix product.
-        summed = _log_matmul(alpha, forward_weights)
-        new_alpha = torch.where(started_row, summed, start.unsqueeze(0)) + emission
+        new_score = torch.where(started_row, sums.max_step(score), start.unsqueeze(0)) + emission
+        new_alpha = torch.where(started_row, sums.forward_step(alpha), start.unsqueeze(0)) + emission
+        # The score before this position and whether it follows a real position: what back-tracking needs.
+        kept = (score.clone(), real & started)
         score = torch.where(real_row, new_score, score)
         alpha = torch.where(real_row, new_alpha, alpha)
-        return (score, alpha, started | real), (backpointer, alpha.clone())
+        return (score, alpha, started | real), (*kept, alpha.clone())
 
     zeros = emissions.new_zeros(batch, num_labels)
     no_position = torch.zeros_like(mask[:, 0])
     steps = (emissions.transpose(0, 1), mask.transpose(0, 1))
-    (score, alpha, started), (backpointers, alphas) = scan(forward_step, (zeros, zeros.clone(), no_position), steps)
+    (score, alpha, started), (previous_scores, follows, alphas) = scan(
+        forward_step, (zeros, zeros.clone(), no_position), steps
+    )
     log_z = torch.logsumexp(alpha + end_row, dim=-1)
     log_z = torch.where(started, log_z, torch.zeros_like(log_z))
     last_tag = (score + end_row).argmax(dim=-1)
 
     def reverse_step(carry, step_inputs):
         current, incoming, beta, has_next = carry
-        to_from = transitions.unsqueeze(0)
-        emission, real, backpointer = step_inputs
+        emission, real, previous_score, follows_real = step_inputs
         real_row = real.unsqueeze(-1)
-        # Backward algorithm: `from` is this position, `to` the next one, so the sum runs over the `to` axis.
-        summed = _log_matmul(incoming, backward_weights)
-        new_beta = torch.where(has_next.unsqueeze(-1), summed, end_row)
+        new_beta = torch.where(has_next.unsqueeze(-1), sums.backward_step(incoming), end_row)
         beta = torch.where(real_row, new_beta, beta)
         incoming = torch.where(real_row, beta + emission, incoming)
-        previous = backpointer.gather(1, current.unsqueeze(1)).squeeze(1)
+        # transitions[current, from]: the scores of moving into this position's label.
+        best_from = (previous_score + transitions[current]).argmax(dim=-1)
+        previous = torch.where(follows_real, best_from, current)
         return (previous, incoming, beta, has_next | real), (current.clone(), beta.clone())
 
     init = (last_tag, zeros.clone(), end_row.clone(), no_position.clone())
-    _, (tags, betas) = scan(reverse_step, init, (*steps, backpointers), reverse=True)
+    _, (tags, betas) = scan(reverse_step, init, (*steps, previous_scores, follows), reverse=True)
     tags, alphas, betas = tags.transpose(0, 1), alphas.transpose(0, 1), betas.transpose(0, 1)
     tags = torch.where(mask, tags, torch.full_like(tags, -100))
-    marginals = (alphas + betas - log_z[:, None, None]).exp() * mask.unsqueeze(-1)
+    # Clamped at log 1 as in crf_marginals: float32 rounding can put a sure label a hair above it.
+    marginals = (alphas + betas - log_z[:, None, None]).clamp(max=0).exp()
     scores = marginals.gather(-1, tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
     return tags, scores

@@ -12,13 +12,14 @@ shape: the char CNN over every token (the padding tokens are discarded by a `whe
 resized model exports without change here.
 """
 
+import copy
 import json
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from export.crf_graph import scan_decode
+from export.crf_graph import scan_decode, transition_sums
 from piiner.modeling_piiner import PiiNerForTokenClassification
 
 
@@ -59,6 +60,12 @@ class PiiNerExportWrapper(nn.Module):
     def __init__(self, model: PiiNerForTokenClassification):
         super().__init__()
         self.model = model.eval()
+        # The CRF's per-step sum tables, as buffers: torch.export traces module state, not loose constant tensors
+        # captured by a scan body (those fail in non-strict export).
+        self._sums = transition_sums(model.crf.constrained_transitions()[1])
+        self._sum_tables = [name for name, value in vars(self._sums).items() if isinstance(value, torch.Tensor)]
+        for name in self._sum_tables:
+            self.register_buffer(f"crf_sums_{name}", getattr(self._sums, name), persistent=False)
 
     def forward(self, input_ids, attention_mask, char_ids):
         piiner = self.model.piiner
@@ -71,7 +78,10 @@ class PiiNerExportWrapper(nn.Module):
         hidden = torch.where(mask.unsqueeze(-1), fused, hidden)
         emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
         start, transitions, end = self.model.crf.constrained_transitions()
-        decoded_tags, tag_scores = scan_decode(emissions, mask, start, transitions, end)
+        sums = copy.copy(self._sums)
+        for name in self._sum_tables:
+            setattr(sums, name, getattr(self, f"crf_sums_{name}"))
+        decoded_tags, tag_scores = scan_decode(emissions, mask, start, transitions, end, sums)
         return emissions, decoded_tags, tag_scores
 
 
