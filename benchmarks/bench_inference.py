@@ -132,7 +132,7 @@ def _window_args(tokenizer, config):
     return max_length, max_length // 4
 
 
-def build_system(name: str, model_dir: str, onnx_dir: str, backbone: str):
+def build_system(name: str, model_dir: str, onnx_dir: str, backbone: str, threads: int | None = None):
     import torch
 
     if name == "piiner":
@@ -175,7 +175,8 @@ def build_system(name: str, model_dir: str, onnx_dir: str, backbone: str):
         from export.onnx_runtime import OnnxPiiNer
         from export.quantize import INT8_ONNX_FILE
 
-        finder = OnnxPiiNer(onnx_dir, onnx_file=INT8_ONNX_FILE if name == "onnx-int8" else "model.onnx")
+        onnx_file = INT8_ONNX_FILE if name == "onnx-int8" else "model.onnx"
+        finder = OnnxPiiNer(onnx_dir, onnx_file=onnx_file, num_threads=threads or torch.get_num_threads())
         return lambda docs: finder(docs, batch_size=len(docs))
     raise ValueError(f"unknown system {name!r}; choose from {sorted(SYSTEMS)}")
 
@@ -223,16 +224,17 @@ def time_cell(run, docs, batch, budget_s, max_calls):
     return latencies, used
 
 
-def run_system(name, model_dir, onnx_dir, backbone, cells, budget_s, max_calls):
+def run_system(name, model_dir, onnx_dir, backbone, cells, budget_s, max_calls, threads=None):
     """Worker: build one system and time it on every (doc size, batch) cell. Returns a list of row dicts."""
     import torch
     from transformers import AutoTokenizer
 
+    set_threads(threads)
     torch.manual_seed(0)
     counter = AutoTokenizer.from_pretrained(backbone)
     documents = {size: make_documents(DOCS_PER_SIZE, size, seed=size) for size in {size for size, _ in cells}}
     baseline = rss_mb()
-    run = build_system(name, model_dir, onnx_dir, backbone)
+    run = build_system(name, model_dir, onnx_dir, backbone, threads)
     rows = []
     for size, batch in cells:
         docs = documents[size]
@@ -245,12 +247,21 @@ def run_system(name, model_dir, onnx_dir, backbone, cells, budget_s, max_calls):
         n_chars = sum(map(len, used))
         ms = sorted(1000 * s for s in latencies)
         rows.append({
-            "system": SYSTEMS[name], "chars": round(n_chars / len(used)), "batch": batch, "calls": len(latencies),
+            "system": SYSTEMS[name], "size": size, "chars": round(n_chars / len(used)), "batch": batch,
+            "calls": len(latencies),
             "docs_s": len(used) / seconds, "tokens_s": n_tokens / seconds, "ms_per_kchar": 1000 * seconds / (n_chars / 1000),
             "p50_ms": statistics.median(ms), "p95_ms": ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))],
             "peak_mb": None if peak is None or baseline is None else peak - baseline,
         })
     return rows
+
+
+def set_threads(threads):
+    """torch's intra-op threads (and, through build_system, onnxruntime's): None keeps torch's default."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
 
 
 def in_worker(function, *args):
@@ -272,7 +283,7 @@ def _median_time(fn, repeats):
     return statistics.median(times)
 
 
-def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5):
+def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=None):
     """Model forward only, same inputs, batch 32: the piiner model (encoder + char CNN + fusion + emissions + CRF
     Viterbi and marginals) against AutoModelForTokenClassification on the same backbone, with the piiner forward
     split into its parts."""
@@ -283,6 +294,7 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5):
     from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions
     from piiner.tokenization_utils import encode_texts
 
+    set_threads(threads)
     torch.manual_seed(0)
     model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
     plain = AutoModelForTokenClassification.from_pretrained(backbone, num_labels=model.config.num_labels).eval()
@@ -308,7 +320,7 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5):
     return timings
 
 
-def pipeline_overhead(model_dir, doc_chars=1200, batches=BATCHES, docs=32, profile_top=0):
+def pipeline_overhead(model_dir, doc_chars=1200, batches=BATCHES, docs=32, profile_top=0, threads=None):
     """Time inside the model's forward against the whole pipeline call; the rest is the Python around the model."""
     import cProfile
     import io
@@ -319,6 +331,7 @@ def pipeline_overhead(model_dir, doc_chars=1200, batches=BATCHES, docs=32, profi
     from piiner.modeling_piiner import PiiNerForTokenClassification
     from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
 
+    set_threads(threads)
     torch.manual_seed(0)
     model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
     pipe = PiiNerTokenClassificationPipeline(model=model, tokenizer=_load_tokenizer(model_dir, model.config))
@@ -440,6 +453,7 @@ def parse_args(argv=None):
     p.add_argument("--batches", default=",".join(map(str, BATCHES)), help="documents per call")
     p.add_argument("--budget", type=float, default=4.0, help="seconds of timed calls per cell (at least one call)")
     p.add_argument("--max-calls", type=int, default=30, help="timed calls per cell at most")
+    p.add_argument("--threads", type=int, help="torch and onnxruntime intra-op threads (default: torch's default)")
     p.add_argument("--quick", action="store_true", help="~200 and ~1,200 chars only, 1 s per cell")
     p.add_argument("--no-checks", action="store_true", help="skip the head-cost and pipeline-overhead checks")
     p.add_argument("--check-onnx", type=int, default=0, metavar="N", help="compare ONNX and pipeline entities on N texts")
@@ -465,6 +479,7 @@ def main(argv=None):
     args = parse_args(argv)
     import torch
 
+    set_threads(args.threads)
     print(f"# bench_inference: torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"load average {os.getloadavg()[0]:.2f} at start, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     cells = [(size, batch) for size in args.sizes for batch in args.batches]
@@ -477,8 +492,9 @@ def main(argv=None):
                 skipped[name] = why
                 continue
             print(f"timing {SYSTEMS[name]} ...", file=sys.stderr)
-            rows += in_worker(run_system, name, model_dir, onnx_dir, args.backbone, cells, args.budget, args.max_calls)
-        rows.sort(key=lambda r: (r["chars"], r["batch"], list(SYSTEMS.values()).index(r["system"])))
+            rows += in_worker(run_system, name, model_dir, onnx_dir, args.backbone, cells, args.budget, args.max_calls,
+                              args.threads)
+        rows.sort(key=lambda r: (r["size"], r["batch"], list(SYSTEMS.values()).index(r["system"])))
         print_table(rows, skipped)
         print(f"# load average {os.getloadavg()[0]:.2f} at the end of the table")
         report_speedup(rows)
@@ -502,13 +518,13 @@ def report_speedup(rows):
 
 
 def report_checks(model_dir, args):
-    cost = in_worker(head_cost, model_dir, args.backbone)
+    cost = in_worker(head_cost, model_dir, args.backbone, 1200, 32, 5, args.threads)
     plain, piiner = cost["plain"], cost["piiner"]
     print(f"\nModel forward only, batch {cost['shape'][0]} x {cost['shape'][1]} tokens (~1,200-char docs), median:")
     for name in ("plain", "encoder", "encoder+char CNN+fusion", "CRF Viterbi", "CRF marginals", "piiner"):
         print(f"  {name:<26} {1000 * cost[name]:9.1f} ms")
     print(f"  piiner over plain: {100 * (piiner - plain) / plain:+.1f}% (target <= +10%)")
-    overhead = in_worker(pipeline_overhead, model_dir, 1200, tuple(args.batches), 32, args.profile)
+    overhead = in_worker(pipeline_overhead, model_dir, 1200, tuple(args.batches), 32, args.profile, args.threads)
     print("\nPipeline: Python around the model (tokenizing, char ids, windows, decoding) vs model forward, "
           "32 docs of ~1,200 chars:")
     for batch, r in overhead.items():
