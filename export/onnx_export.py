@@ -2,11 +2,7 @@
 
 The graph takes `input_ids`, `attention_mask` and `char_ids` with dynamic batch, sequence and word-length axes and
 returns `emissions` (log-softmax emission scores), `decoded_tags` (the Viterbi path, -100 off the CRF positions) and
-`tag_scores` (the CRF marginal of each decoded tag), the same three things the PyTorch model gives in eval mode: the
-CRF decode runs inside the graph as two `Scan` loops (`export.crf_graph`), so any ONNX runtime gets entities' tags.
-With `crf="host"` the graph stops at the emissions and also returns the constrained CRF scores (`crf_start`,
-`crf_transitions[to, from]`, `crf_end`); `export.onnx_runtime` then decodes with `export.crf_numpy`, which is
-faster at batch 1 (onnxruntime runs a `Scan` body node by node).
+`tag_scores` (the CRF marginal of each decoded tag), the same three things the PyTorch model gives in eval mode.
 
 `PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
 characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
@@ -28,10 +24,7 @@ from piiner.modeling_piiner import PiiNerForTokenClassification
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "char_ids")
-OUTPUT_NAMES = {
-    "graph": ("emissions", "decoded_tags", "tag_scores"),
-    "host": ("emissions", "crf_start", "crf_transitions", "crf_end"),
-}
+OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")
 ONNX_FILE = "model.onnx"
 # Written next to the graph: what the runtime checks before it trusts the folder.
 EXPORT_INFO_FILE = "onnx_export.json"
@@ -64,12 +57,9 @@ class PiiNerExportWrapper(nn.Module):
     what the encoder assumes when none are given.
     """
 
-    def __init__(self, model: PiiNerForTokenClassification, crf: str = "graph"):
+    def __init__(self, model: PiiNerForTokenClassification):
         super().__init__()
-        if crf not in OUTPUT_NAMES:
-            raise ValueError(f"crf must be one of {sorted(OUTPUT_NAMES)}, got {crf!r}")
         self.model = model.eval()
-        self.crf = crf
         # The CRF's per-step sum tables, as buffers: torch.export traces module state, not loose constant tensors
         # captured by a scan body (those fail in non-strict export).
         self._sums = transition_sums(model.crf.constrained_transitions()[1])
@@ -88,8 +78,6 @@ class PiiNerExportWrapper(nn.Module):
         hidden = torch.where(mask.unsqueeze(-1), fused, hidden)
         emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
         start, transitions, end = self.model.crf.constrained_transitions()
-        if self.crf == "host":
-            return emissions, start, transitions, end
         sums = copy.copy(self._sums)
         for name in self._sum_tables:
             setattr(sums, name, getattr(self, f"crf_sums_{name}"))
@@ -126,7 +114,6 @@ def export_onnx(
     tokenizer=None,
     opset_version: int = DEFAULT_OPSET,
     verify: bool = True,
-    crf: str = "graph",
 ) -> Path:
     """
     Export `model` to `output_dir/model.onnx`, with the model's config (and `tokenizer`, when given) saved beside it
@@ -138,7 +125,6 @@ def export_onnx(
         tokenizer: the model's fast tokenizer, saved next to the graph.
         opset_version: ONNX opset of the graph.
         verify: run the exported graph once in onnxruntime on the trace inputs and compare with PyTorch.
-        crf: `"graph"` decodes the CRF inside the graph; `"host"` outputs its scores for `export.crf_numpy`.
 
     Returns:
         The path of the `.onnx` file.
@@ -150,7 +136,7 @@ def export_onnx(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     onnx_path = output_dir / ONNX_FILE
-    wrapper = PiiNerExportWrapper(model, crf=crf).requires_grad_(False)
+    wrapper = PiiNerExportWrapper(model).requires_grad_(False)
     inputs = example_inputs(model.config)
     batch, seq_len, num_chars = dynamic_dims(model.config)
     dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: batch, 1: seq_len, 2: num_chars})
@@ -161,7 +147,7 @@ def export_onnx(
             dynamo=True,
             dynamic_shapes=dynamic_shapes,
             input_names=list(INPUT_NAMES),
-            output_names=list(OUTPUT_NAMES[crf]),
+            output_names=list(OUTPUT_NAMES),
             opset_version=opset_version,
             verbose=False,
         )
@@ -171,8 +157,7 @@ def export_onnx(
     model.config.save_pretrained(output_dir)
     if tokenizer is not None:
         tokenizer.save_pretrained(output_dir)
-    info = {"onnx_file": ONNX_FILE, "crf": crf, "inputs": list(INPUT_NAMES), "outputs": list(OUTPUT_NAMES[crf]),
-            "opset": opset_version}
+    info = {"onnx_file": ONNX_FILE, "inputs": list(INPUT_NAMES), "outputs": list(OUTPUT_NAMES), "opset": opset_version}
     (output_dir / EXPORT_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     if verify:
         verify_export(wrapper, onnx_path, inputs)
@@ -185,11 +170,10 @@ def verify_export(wrapper: nn.Module, onnx_path: str | Path, inputs, atol: float
 
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     feeds = {name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, inputs)}
-    names = OUTPUT_NAMES[wrapper.crf]
-    got = session.run(list(names), feeds)
+    got = session.run(list(OUTPUT_NAMES), feeds)
     with torch.no_grad():
         expected = [t.numpy() for t in wrapper(*inputs)]
-    for name, exp, out in zip(names, expected, got):
+    for name, exp, out in zip(OUTPUT_NAMES, expected, got):
         if exp.shape != out.shape:
             raise RuntimeError(f"exported graph gives {name} of shape {out.shape}, PyTorch {exp.shape}")
         if name == "decoded_tags":

@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 
-from export.crf_numpy import NumpyTransitionSums, numpy_decode
 from export.onnx_export import INPUT_NAMES, ONNX_FILE, OUTPUT_NAMES
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows
@@ -56,33 +55,19 @@ class OnnxPiiNer:
         self.session = onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
         inputs = [i.name for i in self.session.get_inputs()]
         outputs = [o.name for o in self.session.get_outputs()]
-        # Which kind of export: the CRF decoded in the graph, or its scores for numpy_decode here ("host").
-        self.crf = next((kind for kind, names in OUTPUT_NAMES.items() if outputs == list(names)), None)
-        if inputs != list(INPUT_NAMES) or self.crf is None:
+        if inputs != list(INPUT_NAMES) or not set(OUTPUT_NAMES) <= set(outputs):
             raise ValueError(
                 f"{onnx_path} is not a piiner export: inputs {inputs} (expected {list(INPUT_NAMES)}), outputs "
-                f"{outputs} (expected one of {[list(names) for names in OUTPUT_NAMES.values()]})"
+                f"{outputs} (expected {list(OUTPUT_NAMES)})"
             )
-        self._sums = None
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
-        """One graph call on already-encoded windows (tensors or arrays); returns `emissions`, `decoded_tags` and
-        `tag_scores` as arrays, whichever side decodes the CRF."""
+        """One graph call on already-encoded windows (tensors or arrays); returns the three outputs as arrays."""
         feeds = {
             name: np.ascontiguousarray(_as_numpy(value), dtype=np.int64)
             for name, value in zip(INPUT_NAMES, (input_ids, attention_mask, char_ids))
         }
-        out = dict(zip(OUTPUT_NAMES[self.crf], self.session.run(None, feeds)))
-        if self.crf == "host":
-            start, transitions, end = out.pop("crf_start"), out.pop("crf_transitions"), out.pop("crf_end")
-            if self._sums is None:  # the CRF scores are constants of the graph: build the sum tables once
-                self._sums = NumpyTransitionSums(transitions)
-            # The CRF positions of modeling_piiner.crf_positions: in the attention mask and with characters.
-            mask = (feeds["char_ids"] != 0).any(-1) & (feeds["attention_mask"] != 0)
-            out["decoded_tags"], out["tag_scores"] = numpy_decode(
-                out["emissions"], mask, start, transitions, end, self._sums
-            )
-        return out
+        return dict(zip(OUTPUT_NAMES, self.session.run(list(OUTPUT_NAMES), feeds)))
 
     def __call__(self, texts, batch_size: int = 32, max_length: int | None = None, stride: int | None = None):
         """
