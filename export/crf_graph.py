@@ -17,13 +17,45 @@ runs over, float32 throughout.
 import torch
 from torch._higher_order_ops.scan import scan
 
-from piiner.crf_piiner import _TransitionSums
+from piiner.crf_piiner import _shifted_log_matmul, _TransitionSums
+
+
+class GraphTransitionSums(_TransitionSums):
+    """
+    `crf_piiner._TransitionSums` with its gathers written as `index_select`: the same values, but each gather
+    exports as one ONNX Gather instead of GatherND between Transposes, which halves the nodes onnxruntime runs at
+    every step of the Scan (the per-node cost is most of the decode at batch 1).
+    """
+
+    @staticmethod
+    def _gather(messages, index):
+        """messages[:, index] for an index table of any shape."""
+        return messages.index_select(1, index.reshape(-1)).reshape(messages.shape[0], *index.shape)
+
+    def forward_step(self, alpha):
+        dense = _shifted_log_matmul(alpha, self.forward_factors) + self.row_shift
+        sparse = torch.logsumexp(self._gather(alpha, self.predecessors) + self.predecessor_scores, dim=-1)
+        return self._gather(torch.cat([dense, sparse], dim=-1), self.order)
+
+    def max_step(self, score):
+        dense = (score.unsqueeze(1) + self.dense_scores.unsqueeze(0)).amax(dim=-1)
+        sparse = (self._gather(score, self.predecessors) + self.predecessor_scores).amax(dim=-1)
+        return self._gather(torch.cat([dense, sparse], dim=-1), self.order)
+
+    def backward_step(self, incoming):
+        dense = _shifted_log_matmul(self._gather(incoming, self.dense_rows), self.backward_factors) + self.column_shift
+        sparse = torch.logsumexp(self._gather(incoming, self.successors) + self.successor_scores, dim=-1)
+        return torch.logaddexp(dense, sparse)
 
 
 def transition_sums(transitions: torch.Tensor) -> _TransitionSums:
     """The CRF's per-step sums for fixed (constrained) transitions, from concrete values: its index tables depend on
-    which moves are allowed, so they are built before tracing and enter the graph as constants."""
-    return _TransitionSums(transitions.detach())
+    which moves are allowed, so they are built before tracing and enter the graph as constants. Falls back to
+    `_TransitionSums` itself for a label set without both dense and constrained labels (no BIO "I-" labels)."""
+    sums = GraphTransitionSums(transitions.detach())
+    if not (len(sums.dense_rows) and sums.predecessors.shape[-1] and sums.successors.shape[-1]):
+        return _TransitionSums(transitions.detach())
+    return sums
 
 
 def scan_decode(emissions, mask, start, transitions, end, sums: _TransitionSums | None = None):
@@ -75,7 +107,7 @@ def scan_decode(emissions, mask, start, transitions, end, sums: _TransitionSums 
         beta = torch.where(real_row, new_beta, beta)
         incoming = torch.where(real_row, beta + emission, incoming)
         # transitions[current, from]: the scores of moving into this position's label.
-        best_from = (previous_score + transitions[current]).argmax(dim=-1)
+        best_from = (previous_score + transitions.index_select(0, current)).argmax(dim=-1)
         previous = torch.where(follows_real, best_from, current)
         return (previous, incoming, beta, has_next | real), (current.clone(), beta.clone())
 
