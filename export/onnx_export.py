@@ -26,7 +26,7 @@ from piiner.modeling_piiner import PiiNerForTokenClassification
 INPUT_NAMES = ("input_ids", "attention_mask", "char_ids")
 OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")
 ONNX_FILE = "model.onnx"
-# Written next to the graph: what the runtime checks before it trusts the folder.
+# Written next to the graph: how it was exported (input and output names, opset), for people and tools.
 EXPORT_INFO_FILE = "onnx_export.json"
 DEFAULT_OPSET = 18
 
