@@ -109,6 +109,8 @@ def main(argv=None, extra_callbacks=()):
         training_args.load_best_model_at_end and training_args.metric_for_best_model
     ):
         raise SystemExit("early_stopping_patience needs load_best_model_at_end: true and a metric_for_best_model")
+    if training_args.torch_num_threads:
+        torch.set_num_threads(training_args.torch_num_threads)
     set_seed(training_args.seed)
     record_process_group(training_args)
 

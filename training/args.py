@@ -174,6 +174,10 @@ class PiiTrainingArguments(TrainingArguments):
             Least improvement that counts.
         push_dry_run (`bool`, defaults to `False`):
             After training, print every file (and size) that `--push_to_hub` would upload, without any network.
+        torch_num_threads (`int`, *optional*):
+            CPU threads of each process's torch ops. On a small shared CPU box use 1: the CRF runs hundreds of tiny
+            ops per step, and two OpenMP threads contending with other processes made a MiniLM step ~15x slower
+            (16 s vs 1.1 s per 16-window step, measured on the 2-core dev machine under load).
 
     Example (YAML, used as `python train.py --config run.yaml --head_learning_rate 5e-4`):
 
@@ -205,6 +209,7 @@ class PiiTrainingArguments(TrainingArguments):
     early_stopping_patience: int | None = field(default=None, metadata={"help": "Evaluations without improvement."})
     early_stopping_threshold: float = field(default=0.0)
     push_dry_run: bool = field(default=False, metadata={"help": "List what --push_to_hub would upload; no network."})
+    torch_num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
 
     def __post_init__(self):
         super().__post_init__()
