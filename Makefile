@@ -21,7 +21,8 @@ install: $(STAMP)
 quickstart: install
 	$(PY) -m data_prep build --sources synthetic,presidio,wnut17 --out data/quickstart
 	$(PY) train.py --config configs/quickstart.yaml
-	$(PY) evaluate_model.py --model runs/quickstart --data data/quickstart --split test --out runs/quickstart/eval_test.json
+	$(PY) evaluate_model.py --model runs/quickstart --data data/quickstart --split test --out runs/quickstart/eval_test.json \
+		--save-predictions runs/quickstart/pred_test.jsonl
 	$(PY) demo.py --model runs/quickstart
 
 test: install
