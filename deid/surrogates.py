@@ -24,6 +24,8 @@ import string
 
 from faker import Faker
 
+from checksums import iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
+
 ASCII_DIGITS = frozenset(string.digits)
 
 # Short vocabularies for the categorical types, where a random string would read as noise.
@@ -52,40 +54,6 @@ def keyed_digest(key, purpose, *parts):
     message = b"\x00".join([purpose.encode()] + [p.encode("utf-8", "surrogatepass") for p in parts])
     return hmac.new(key, message, hashlib.sha256).digest()
 
-
-# ---------------------------------------------------------------------------------------------------------------
-# Check digits
-
-
-def luhn_check_digit(payload):
-    """The digit that makes ``payload + digit`` pass the Luhn check."""
-    total = 0
-    for i, ch in enumerate(reversed(payload)):
-        d = int(ch)
-        if i % 2 == 0:  # doubled: these sit at odd distance from the check digit that will be appended
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return str((10 - total % 10) % 10)
-
-
-def luhn_valid(number):
-    digits = [c for c in number if c in ASCII_DIGITS]
-    return len(digits) > 1 and luhn_check_digit("".join(digits[:-1])) == digits[-1]
-
-
-def _iban_numeric(text):
-    return int("".join(str(int(c, 36)) for c in text))
-
-
-def iban_check_digits(country, bban):
-    return f"{98 - _iban_numeric(bban + country + '00') % 97:02d}"
-
-
-def iban_valid(value):
-    compact = re.sub(r"[\s-]", "", value).upper()
-    if not re.fullmatch(r"[A-Z]{2}\d{2}[A-Z0-9]{1,30}", compact):
-        return False
-    return _iban_numeric(compact[4:] + compact[:4]) % 97 == 1
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ sorted by start. ``get_baseline(name)`` builds one by name, as ``evaluate_model.
 import os
 import re
 
+from checksums import iban_valid, luhn_valid
 from piiner.pii_schema import TIER_OF
 
 PRESIDIO_INSTALL = "pip install -r requirements-presidio.txt"
@@ -18,30 +19,6 @@ class BaselineUnavailable(RuntimeError):
 
 # ---------------------------------------------------------------------------------------------------------------
 # Checksums: a regex alone matches any 16 digits; the check digit is what makes a card number a card number.
-
-
-def luhn_valid(number):
-    """Luhn checksum of a digit string (credit cards)."""
-    digits = [int(c) for c in number if c.isdigit()]
-    if len(digits) < 2:
-        return False
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        if i % 2:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return total % 10 == 0
-
-
-def iban_valid(iban):
-    """ISO 13616 mod-97 check of an IBAN, spaces allowed."""
-    s = re.sub(r"\s", "", iban).upper()
-    if not re.fullmatch(r"[A-Z]{2}\d{2}[A-Z0-9]{11,30}", s):
-        return False
-    rearranged = s[4:] + s[:4]
-    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
 
 
 def ssn_valid(ssn):

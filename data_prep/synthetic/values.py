@@ -8,6 +8,8 @@ numbers it will meet, and a validator downstream should not reject our training 
 
 import string
 
+from checksums import iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
+
 DIGITS = string.digits
 UPPER = string.ascii_uppercase
 ALNUM_UPPER = UPPER + DIGITS
@@ -35,38 +37,7 @@ def _group(s, sizes, sep):
 
 
 # ----------------------------------------------------------------------------------------------- checksums
-
-def luhn_check_digit(payload):
-    """The digit that makes ``payload + digit`` pass the Luhn test."""
-    total = 0
-    for i, ch in enumerate(reversed(payload)):
-        d = int(ch)
-        if i % 2 == 0:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return str((10 - total % 10) % 10)
-
-
-def luhn_valid(number):
-    digits = [c for c in number if c.isdigit()]
-    return len(digits) > 1 and luhn_check_digit("".join(digits[:-1])) == digits[-1]
-
-
-def iban_check_digits(country, bban):
-    rearranged = bban + country + "00"
-    numeric = "".join(str(int(c, 36)) for c in rearranged)
-    return f"{98 - int(numeric) % 97:02d}"
-
-
-def iban_valid(iban):
-    compact = iban.replace(" ", "").upper()
-    if len(compact) < 15 or not compact.isalnum():
-        return False
-    rearranged = compact[4:] + compact[:4]
-    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
-
+# Luhn and IBAN check digits come from the repo-wide `checksums` module; the VIN's is only needed here.
 
 _VIN_VALUES = {**{str(d): d for d in range(10)}, **dict(zip("ABCDEFGH", range(1, 9))),
                **dict(zip("JKLMN", range(1, 6))), "P": 7, "R": 9, **dict(zip("STUVWXYZ", range(2, 10)))}
