@@ -10,6 +10,7 @@ import os
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from data_prep.sources import SOURCES
 from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS, TIER_TYPES
 
 from .report import overall_table, tier_table, type_table
@@ -23,18 +24,18 @@ KNOWN_SOURCES = {
     "presidio": {"name": "microsoft/presidio-research synthetic sentences", "license": "MIT",
                  "url": "https://github.com/microsoft/presidio-research"},
     "wnut17": {"name": "WNUT-17 Emerging Entities (train/dev)", "license": "CC-BY-4.0", "hub_id": "leondz/wnut_17"},
-    "ai4privacy": {"name": "ai4privacy/pii-masking-400k", "license": "custom (commercial use needs a license)",
-                        "hub_id": "ai4privacy/pii-masking-400k"},
-    "ai4privacy_300k": {"name": "ai4privacy/pii-masking-300k", "license": "custom (commercial use needs a license)",
-                        "hub_id": "ai4privacy/pii-masking-300k"},
-    "ai4privacy_500k": {"name": "ai4privacy/open-pii-masking-500k-ai4privacy", "license": "CC-BY-4.0",
-                             "hub_id": "ai4privacy/open-pii-masking-500k-ai4privacy"},
-    "nemotron": {"name": "nvidia/Nemotron-PII", "license": "CC-BY-4.0", "hub_id": "nvidia/Nemotron-PII"},
-    "gretel_finance": {"name": "gretelai/synthetic_pii_finance_multilingual (English rows)", "license": "Apache-2.0",
-                       "hub_id": "gretelai/synthetic_pii_finance_multilingual"},
-    "gretel_masking": {"name": "gretelai/gretel-pii-masking-en-v1", "license": "Apache-2.0",
-                  "hub_id": "gretelai/gretel-pii-masking-en-v1"},
+    "ai4privacy": {"name": "ai4privacy/pii-masking-400k", "license": "custom (commercial use needs a license)"},
+    "ai4privacy_300k": {"name": "ai4privacy/pii-masking-300k", "license": "custom (commercial use needs a license)"},
+    "ai4privacy_500k": {"name": "ai4privacy/open-pii-masking-500k-ai4privacy", "license": "CC-BY-4.0"},
+    "nemotron": {"name": "nvidia/Nemotron-PII", "license": "CC-BY-4.0"},
+    "gretel_finance": {"name": "gretelai/synthetic_pii_finance_multilingual (English rows)", "license": "Apache-2.0"},
+    "gretel_masking": {"name": "gretelai/gretel-pii-masking-en-v1", "license": "Apache-2.0"},
 }
+# The Hub ids of the corpora data_prep reads come from its registry, so the card names what was really loaded.
+for _name, _source in SOURCES.items():
+    if _source.hub_id:
+        KNOWN_SOURCES[_name]["hub_id"] = _source.hub_id
+
 _ALIASES = {"presidio-research": "presidio", "wnut_17": "wnut17", "wnut-17": "wnut17"}
 _ALIASES.update({e["hub_id"]: k for k, e in KNOWN_SOURCES.items() if e.get("hub_id")})
 
