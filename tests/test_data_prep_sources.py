@@ -100,6 +100,10 @@ def test_presidio_wrong_offset_repaired_groups_by_template_and_address_merge():
     assert records["john had given shamhan his address: 46 velky pruhon 426, opocnice"] == [
         ("john", "PERSON"), ("shamhan", "PERSON"), ("46 velky pruhon 426, opocnice", "STREET_ADDRESS")]
     assert records["I live in Sydney"] == [("Sydney", "LOCATION")]
+    # presidio has no date-of-birth type; the words before a date decide, and only the birth date moves
+    assert sorted(records["I was born on 2/8/1935, and I married on 3/4/2001."]) == [
+        ("2/8/1935", "DATE_OF_BIRTH"), ("3/4/2001", "DATE")]
+    assert audit.notes["presidio"]["context_labeled_DATE_OF_BIRTH"] == 1
 
 
 def test_wnut17_rebuilds_text_maps_classes_and_labels_handles_and_urls():

@@ -14,6 +14,13 @@ from .loading import map_span, read_local
 
 FILES = ("synth_dataset_v2.json", "generated_large.json", "generated_small.json")
 _PLACEHOLDER = re.compile(r"\{\{[^}]*\}\}")
+_BIRTH_CONTEXT = re.compile(r"\b(?:born|birth|birthday|bday|dob|d\.o\.b)\b", re.IGNORECASE)
+_CONTEXT_CHARS = 24
+
+
+def birth_context(text, start):
+    """True when the words just before ``start`` say the date is a birth date."""
+    return bool(_BIRTH_CONTEXT.search(text[max(0, start - _CONTEXT_CHARS):start]))
 
 
 def template_group(masked, fallback):
@@ -42,14 +49,20 @@ def records(source, rows_by_split, audit):
         for i, row in enumerate(rows):
             audit.read(source)
             spans = []
+            text = row.get("full_text")
             for span in row.get("spans") or []:
+                start = span.get("start_position")
                 label = map_span(source, span.get("entity_type"), PRESIDIO, audit)
+                if label == "DATE" and isinstance(text, str) and isinstance(start, int) \
+                        and birth_context(text, start):
+                    label = "DATE_OF_BIRTH"
+                    audit.note(source, "context_labeled_DATE_OF_BIRTH")
                 if label is not None:
-                    spans.append({"start": span.get("start_position"), "end": span.get("end_position"),
+                    spans.append({"start": start, "end": span.get("end_position"),
                                   "label": label, "value": span.get("entity_value")})
             name = row.get("_file", "file")
             index = row.get("_index", i)
             yield {"id": f"{source}-{name.rsplit('.', 1)[0]}-{index}", "source": source,
-                   "text": row.get("full_text"), "spans": spans,
+                   "text": text, "spans": spans,
                    "group": template_group(row.get("masked"), f"presidio/{name}/{row.get('template_id', index)}"),
                    "source_split": split}
