@@ -368,3 +368,153 @@ def viterbi_decode(
     tags = torch.stack(tags, dim=1)
     tags = torch.where(mask, tags, torch.full_like(tags, -100))
     return tags, torch.where(started, best_score, torch.zeros_like(best_score))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Inference on CPU: the same Viterbi path and marginals with NumPy, in float64.
+#
+# At inference the CRF is a Python loop over positions of tiny (batch, 83) steps, where a torch op's fixed cost
+# (~5-10 us) is most of the work: with Viterbi, forward and backward that was as much time as the whole encoder at
+# batch 1. NumPy's per-op cost is several times lower, and the forward-backward runs in probability space with a
+# scale per step (one matrix product per position instead of a log-sum-exp), which float64 keeps exact. Used by
+# the model in eval mode when nothing needs gradients and the emissions are on the CPU, and by the onnxruntime
+# path; `viterbi_decode` and `crf_marginals` above stay the reference (tests compare the two on random cases).
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _numpy_inputs(emissions, mask, start, transitions, end):
+    import numpy as np
+
+    def as_array(value, dtype):
+        value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+        return np.asarray(value, dtype=dtype)
+
+    emissions = as_array(emissions, np.float64)
+    mask = as_array(mask, bool)
+    if emissions.ndim != 3 or mask.shape != emissions.shape[:2]:
+        raise ValueError(
+            f"emissions must be (batch, seq_len, num_labels) and mask (batch, seq_len), got {emissions.shape} and "
+            f"{mask.shape}"
+        )
+    return emissions, mask, as_array(start, np.float64), as_array(transitions, np.float64), as_array(end, np.float64)
+
+
+def _numpy_max_tables(transitions):
+    """The constraint-aware split of `_TransitionSums` for Viterbi's max, in NumPy: the rows of the labels every
+    label may move to (a full max), and for each "I-" label its few allowed predecessors padded with label 0 at
+    `FORBIDDEN_SCORE` (a gathered max). `order` puts the concatenated (dense, sparse) results back in label order."""
+    import numpy as np
+
+    allowed = transitions > FORBIDDEN_SCORE / 2  # [to, from]
+    dense = allowed.all(axis=1)
+    dense_rows, sparse_rows = np.flatnonzero(dense), np.flatnonzero(~dense)
+    order = np.argsort(np.concatenate([dense_rows, sparse_rows]))
+    sparse_allowed = allowed[sparse_rows]
+    width = int(sparse_allowed.sum(axis=1).max()) if len(sparse_rows) else 0
+    columns = np.argsort(~sparse_allowed, axis=1, kind="stable")[:, :width]  # allowed columns first, in order
+    valid = np.take_along_axis(sparse_allowed, columns, axis=1)
+    scores = np.where(valid, np.take_along_axis(transitions[sparse_rows], columns, axis=1), FORBIDDEN_SCORE)
+    return transitions[dense_rows], np.where(valid, columns, 0), scores, order
+
+
+def viterbi_decode_numpy(emissions, mask, start, transitions, end):
+    """
+    `viterbi_decode` with NumPy (arrays or CPU tensors in, float64 arithmetic): the best path per row, with the same
+    masking rules.
+
+    Returns:
+        `(tags, scores)` as NumPy arrays: (batch, seq_len) int64, -100 off the mask, and (batch,) path scores, 0 for
+        a row without a real position.
+    """
+    import numpy as np
+
+    emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end)
+    batch, seq_len, num_labels = emissions.shape
+    dense_scores, predecessors, predecessor_scores, order = _numpy_max_tables(transitions)
+    score = np.zeros((batch, num_labels))
+    started = np.zeros(batch, dtype=bool)
+    previous_scores = np.zeros((seq_len, batch, num_labels))
+    follows = np.zeros((seq_len, batch), dtype=bool)
+    for t in range(seq_len):
+        real = mask[:, t]
+        previous_scores[t] = score
+        if not real.any():
+            continue
+        parts = [(score[:, None, :] + dense_scores).max(-1)]
+        if predecessors.shape[-1]:
+            parts.append((score[:, predecessors] + predecessor_scores).max(-1))
+        else:
+            parts.append(np.full((batch, len(order) - dense_scores.shape[0]), FORBIDDEN_SCORE))
+        step = np.concatenate(parts, axis=-1)[:, order]
+        new = np.where(started[:, None], step, start) + emissions[:, t]
+        follows[t] = real & started
+        score = np.where(real[:, None], new, score)
+        started |= real
+    final = score + end
+    current = final.argmax(-1)
+    best_score = np.where(started, final.max(-1), 0.0)
+    tags = np.empty((batch, seq_len), dtype=np.int64)
+    for t in reversed(range(seq_len)):
+        tags[:, t] = current
+        if follows[t].any():
+            best_from = (previous_scores[t] + transitions[current]).argmax(-1)
+            current = np.where(follows[t], best_from, current)
+    tags[~mask] = -100
+    return tags, best_score
+
+
+def crf_marginals_numpy(emissions, mask, start, transitions, end):
+    """
+    `crf_marginals` with NumPy: p(y_t = label | x) per real position, (batch, seq_len, num_labels) float64, each
+    real position summing to 1, 0 off the mask.
+
+    Forward-backward in probability space, scaled at every real position: the forward message is renormalised to
+    sum 1 (its scale kept), the backward message reuses the same scales, and their product is the marginal. Each
+    step is shifted by its best reachable term, so a step never sums to zero; forbidden transitions
+    (`FORBIDDEN_SCORE`) are exactly 0. Exact for log-softmax emissions; only gaps of ~700 nats between labels
+    (far beyond any trained model) would be clipped.
+    """
+    import numpy as np
+
+    emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end)
+    batch, seq_len, num_labels = emissions.shape
+    # Constant shifts of the start, transition and end scores cancel in the normalisation.
+    factors = np.exp(transitions - transitions.max()).T  # [from, to]
+    start_factors = np.exp(start - start.max())
+    end_factors = np.exp(end - end.max())
+    alphas = np.zeros((seq_len, batch, num_labels))
+    emitted = np.ones((seq_len, batch, num_labels))  # shifted emission factor of each real position
+    scales = np.ones((seq_len, batch, 1))
+    alpha = np.zeros((batch, num_labels))
+    started = np.zeros(batch, dtype=bool)
+    for t in range(seq_len):
+        real = mask[:, t]
+        if real.any():
+            incoming = np.where(started[:, None], alpha @ factors, start_factors)
+            scores = emissions[:, t]
+            with np.errstate(divide="ignore"):
+                shifted = np.log(incoming) + scores
+            # The best reachable label's term is exactly 1, so no step sums to zero whatever the emission scale.
+            shift = shifted.max(-1, keepdims=True)
+            new = np.exp(shifted - shift)
+            total = new.sum(-1, keepdims=True)
+            # The backward pass needs the emission factor alone; unreachable labels (incoming 0) take no part.
+            emitted[t] = np.where(incoming > 0, np.exp(np.minimum(scores - shift, 700.0)), 0.0)
+            scales[t] = total
+            alpha = np.where(real[:, None], new / total, alpha)
+            started |= real
+        alphas[t] = alpha
+    marginals = np.zeros((seq_len, batch, num_labels))
+    weighted = np.zeros((batch, num_labels))  # emission factor x backward message / scale of the next real position
+    beta = np.zeros((batch, num_labels))
+    has_next = np.zeros(batch, dtype=bool)
+    for t in reversed(range(seq_len)):
+        real = mask[:, t]
+        if not real.any():
+            continue
+        last = end_factors / np.maximum((alphas[t] * end_factors).sum(-1, keepdims=True), np.finfo(np.float64).tiny)
+        beta = np.where(real[:, None], np.where(has_next[:, None], weighted @ factors.T, last), beta)
+        marginals[t] = np.where(real[:, None], alphas[t] * beta, 0.0)
+        weighted = np.where(real[:, None], emitted[t] * beta / scales[t], weighted)
+        has_next |= real
+    return np.minimum(marginals.transpose(1, 0, 2), 1.0)

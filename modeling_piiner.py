@@ -24,9 +24,11 @@ from .crf_piiner import (
     begin_of,
     crf_log_partition,
     crf_marginals,
+    crf_marginals_numpy,
     crf_path_score,
     crf_token_nll,
     viterbi_decode,
+    viterbi_decode_numpy,
 )
 from .pipeline_piiner import PiiNerTokenClassificationPipeline  # noqa: F401  (imported so save_pretrained copies it)
 
@@ -393,8 +395,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
                 loss = self._loss(emissions, labels, mask, label_weights, start, transitions, end)
             decoded_tags = tag_scores = None
             if not self.training:
-                decoded_tags, _ = viterbi_decode(emissions, mask, start, transitions, end)
-                marginals = crf_marginals(emissions, mask, start, transitions, end)
+                decoded_tags, marginals = self._decode(emissions, mask, start, transitions, end)
                 tag_scores = marginals.gather(-1, decoded_tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
                 logits = self._viterbi_consistent_logits(emissions, marginals, decoded_tags, mask)
         output = PiiNerTokenClassifierOutput(
@@ -440,6 +441,24 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             nll = (log_z - crf_path_score(emissions, tags, mask, start, transitions, end)) * label_weights.float()
         has_positions = mask.any(-1)
         return nll[has_positions].sum() / has_positions.sum().clamp(min=1)
+
+    @staticmethod
+    def _decode(emissions, mask, start, transitions, end) -> tuple[torch.Tensor, torch.Tensor]:
+        """Viterbi tags and CRF marginals. On the CPU with nothing asking for gradients (inference) the NumPy
+        versions run: the same results (float64, tested against the torch ones and brute force) at a fraction of
+        the cost of a loop of tiny torch ops. Otherwise, or while tracing/compiling, the torch reference."""
+        needs_torch = (
+            emissions.device.type != "cpu"
+            or (torch.is_grad_enabled() and (emissions.requires_grad or transitions.requires_grad))
+            or torch.jit.is_tracing()
+            or torch.compiler.is_compiling()
+        )
+        if needs_torch:
+            decoded_tags, _ = viterbi_decode(emissions, mask, start, transitions, end)
+            return decoded_tags, crf_marginals(emissions, mask, start, transitions, end)
+        decoded_tags, _ = viterbi_decode_numpy(emissions, mask, start, transitions, end)
+        marginals = crf_marginals_numpy(emissions, mask, start, transitions, end)
+        return torch.from_numpy(decoded_tags), torch.from_numpy(marginals).to(torch.float32)
 
     @staticmethod
     def _viterbi_consistent_logits(emissions, marginals, decoded_tags, mask, margin: float = 1e-4) -> torch.Tensor:

@@ -13,8 +13,10 @@ from piiner.crf_piiner import (
     crf_log_partition,
     crf_marginals,
     crf_path_score,
+    crf_marginals_numpy,
     crf_token_nll,
     viterbi_decode,
+    viterbi_decode_numpy,
 )
 
 ID2LABEL = {0: "O", 1: "B-A", 2: "I-A", 3: "B-B", 4: "I-B"}
@@ -67,13 +69,23 @@ def log_sum_exp(values):
 
 # Scale 300 makes the emissions' favourite labels break BIO (I-X after O) by hundreds of nats: the case where a
 # naive linear-space forward algorithm underflows.
+def decode(implementation, emissions, start, transitions, end):
+    """(tags, best path scores, marginals) from the torch reference or the NumPy inference path, as tensors."""
+    if implementation == "torch":
+        tags, best_scores = viterbi_decode(emissions, MASK, start, transitions, end)
+        return tags, best_scores, crf_marginals(emissions, MASK, start, transitions, end)
+    tags, best_scores = viterbi_decode_numpy(emissions, MASK, start, transitions, end)
+    marginals = crf_marginals_numpy(emissions, MASK, start, transitions, end)
+    return torch.from_numpy(tags), torch.from_numpy(best_scores), torch.from_numpy(marginals)
+
+
+@pytest.mark.parametrize("implementation", ["torch", "numpy"])
 @pytest.mark.parametrize("constrained, scale", [(True, 3.0), (False, 3.0), (True, 300.0)])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained, scale):
+def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained, scale, implementation):
     emissions, start, transitions, end = random_crf(seed, constrained, scale)
     log_z, _ = crf_log_partition(emissions, MASK, start, transitions, end)
-    tags, best_scores = viterbi_decode(emissions, MASK, start, transitions, end)
-    marginals = crf_marginals(emissions, MASK, start, transitions, end)
+    tags, best_scores, marginals = decode(implementation, emissions, start, transitions, end)
     for row in range(MASK.shape[0]):
         paths = list(enumerate_paths(emissions[row], MASK[row], start, transitions, end))
         if not MASK[row].any():
@@ -123,8 +135,13 @@ def test_decoding_never_returns_a_forbidden_path_even_when_emissions_push_for_it
     crf = PiiNerCRF(ID2LABEL)
     emissions = torch.full((1, 4, NUM_LABELS), -5.0)
     emissions[0, :, 2] = 5.0  # every position screams I-A
-    tags, _ = viterbi_decode(emissions, torch.ones(1, 4, dtype=torch.bool), *crf.constrained_transitions())
+    mask = torch.ones(1, 4, dtype=torch.bool)
+    tags, _ = viterbi_decode(emissions, mask, *crf.constrained_transitions())
     assert tags[0, 0].item() != 2 and tags[0].tolist() == [1, 2, 2, 2]
+    tags, _ = viterbi_decode_numpy(emissions, mask, *crf.constrained_transitions())
+    assert tags[0].tolist() == [1, 2, 2, 2]
+    marginals = crf_marginals_numpy(emissions, mask, *crf.constrained_transitions())
+    assert marginals[0, 0, 2] == 0  # "I-A" can never open the sequence
 
 
 def test_repair_tags_turns_stray_inside_labels_into_begin_labels():

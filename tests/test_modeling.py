@@ -55,6 +55,29 @@ def test_eval_outputs_decode_a_valid_path_that_the_logits_agree_with(tiny_encode
         assert is_valid_bio(row, model.config.id2label)
 
 
+def test_inference_decode_equals_the_torch_reference(tiny_encoder_config, monkeypatch):
+    """Under no_grad on the CPU the CRF decodes with NumPy; with gradients on, with the torch functions. Same
+    tags, same confidences."""
+    import piiner.modeling_piiner as modeling
+
+    calls = []
+    numpy_viterbi = modeling.viterbi_decode_numpy
+    monkeypatch.setattr(modeling, "viterbi_decode_numpy", lambda *args: calls.append(1) or numpy_viterbi(*args))
+    model = make_model(tiny_encoder_config).eval()
+    with torch.no_grad():
+        for parameter in model.crf.parameters():
+            parameter.normal_(0.0, 2.0)
+    inputs, _ = make_batch(seed=4)
+    with torch.no_grad():
+        fast = model(**inputs)
+    assert len(calls) == 1
+    reference = model(**inputs)  # parameters require grad: the torch path
+    assert reference.logits.requires_grad and len(calls) == 1
+    assert torch.equal(fast.decoded_tags, reference.decoded_tags)
+    torch.testing.assert_close(fast.tag_scores, reference.tag_scores.detach(), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(fast.logits, reference.logits.detach(), atol=1e-4, rtol=1e-4)
+
+
 def test_loss_is_finite_and_gradients_reach_every_parameter(tiny_encoder_config):
     model = make_model(tiny_encoder_config).train()
     inputs, labels = make_batch()
