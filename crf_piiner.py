@@ -371,56 +371,87 @@ def viterbi_decode(
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Inference on CPU: the same Viterbi path and marginals with NumPy, in float64.
+# Inference on CPU: the same Viterbi path and marginals with NumPy.
 #
 # At inference the CRF is a Python loop over positions of tiny (batch, 83) steps, where a torch op's fixed cost
 # (~5-10 us) is most of the work: with Viterbi, forward and backward that was as much time as the whole encoder at
-# batch 1. NumPy's per-op cost is several times lower, and the forward-backward runs in probability space with a
-# scale per step (one matrix product per position instead of a log-sum-exp), which float64 keeps exact. Used by
-# the model in eval mode when nothing needs gradients and the emissions are on the CPU, and by the onnxruntime
-# path; `viterbi_decode` and `crf_marginals` above stay the reference (tests compare the two on random cases).
+# batch 1. NumPy's per-op cost is several times lower; each row's real positions are packed to the front so the
+# steps need no masking; the max-plus pass runs in float32 (as the torch one) and the forward-backward in float64
+# probability space with a scale per step (a matrix product per position instead of a log-sum-exp). Used by the
+# model in eval mode when nothing needs gradients and the emissions are on the CPU, and by the onnxruntime path;
+# `viterbi_decode` and `crf_marginals` above stay the reference (tests compare both with brute force).
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def _numpy_inputs(emissions, mask, start, transitions, end):
+def _numpy_inputs(emissions, mask, start, transitions, end, dtype=None):
     import numpy as np
+
+    dtype = dtype or np.float64
 
     def as_array(value, dtype):
         value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
         return np.asarray(value, dtype=dtype)
 
-    emissions = as_array(emissions, np.float64)
+    emissions = as_array(emissions, dtype)
     mask = as_array(mask, bool)
     if emissions.ndim != 3 or mask.shape != emissions.shape[:2]:
         raise ValueError(
             f"emissions must be (batch, seq_len, num_labels) and mask (batch, seq_len), got {emissions.shape} and "
             f"{mask.shape}"
         )
-    return emissions, mask, as_array(start, np.float64), as_array(transitions, np.float64), as_array(end, np.float64)
+    return emissions, mask, as_array(start, dtype), as_array(transitions, dtype), as_array(end, dtype)
 
 
 def _numpy_max_tables(transitions):
-    """The constraint-aware split of `_TransitionSums` for Viterbi's max, in NumPy: the rows of the labels every
-    label may move to (a full max), and for each "I-" label its few allowed predecessors padded with label 0 at
-    `FORBIDDEN_SCORE` (a gathered max). `order` puts the concatenated (dense, sparse) results back in label order."""
+    """The constraint-aware split of `_TransitionSums` for Viterbi's max, in NumPy, with the labels renumbered so
+    the labels every label may move to ("O", "B-X": a full max) come first and the "I-" labels (a max over their few
+    allowed predecessors, padded with label 0 at `FORBIDDEN_SCORE`) after them. Returns `(perm, dense_count,
+    transitions in the new numbering, predecessors, predecessor_scores)`; new label i is old label `perm[i]`."""
     import numpy as np
 
     allowed = transitions > FORBIDDEN_SCORE / 2  # [to, from]
     dense = allowed.all(axis=1)
-    dense_rows, sparse_rows = np.flatnonzero(dense), np.flatnonzero(~dense)
-    order = np.argsort(np.concatenate([dense_rows, sparse_rows]))
-    sparse_allowed = allowed[sparse_rows]
-    width = int(sparse_allowed.sum(axis=1).max()) if len(sparse_rows) else 0
+    perm = np.concatenate([np.flatnonzero(dense), np.flatnonzero(~dense)])
+    transitions = transitions[perm][:, perm]
+    allowed = allowed[perm][:, perm]
+    dense_count = int(dense.sum())
+    sparse_allowed = allowed[dense_count:]
+    width = int(sparse_allowed.sum(axis=1).max()) if len(sparse_allowed) else 0
     columns = np.argsort(~sparse_allowed, axis=1, kind="stable")[:, :width]  # allowed columns first, in order
     valid = np.take_along_axis(sparse_allowed, columns, axis=1)
-    scores = np.where(valid, np.take_along_axis(transitions[sparse_rows], columns, axis=1), FORBIDDEN_SCORE)
-    return transitions[dense_rows], np.where(valid, columns, 0), scores, order
+    scores = np.where(valid, np.take_along_axis(transitions[dense_count:], columns, axis=1), FORBIDDEN_SCORE)
+    return perm, dense_count, transitions, np.where(valid, columns, 0), scores
+
+
+def _packed(emissions, mask):
+    """Each row's real positions moved to the front, in order: `(packed (batch, n, labels), positions (batch, n),
+    lengths (batch,))` with n the most real positions of any row; entries past a row's length are filler. With
+    the holes gone the recursions need no `started` flags, and a batch of equal-length rows needs no masking."""
+    import numpy as np
+
+    lengths = mask.sum(axis=1)
+    width = int(lengths.max()) if lengths.size else 0
+    positions = np.argsort(~mask, axis=1, kind="stable")[:, :width]
+    return np.take_along_axis(emissions, positions[..., None], axis=1), positions, lengths
+
+
+def _unpack(values, positions, lengths, seq_len, fill):
+    """The inverse of `_packed` for per-position values (batch, n, ...): back to (batch, seq_len, ...), `fill` off
+    the real positions."""
+    import numpy as np
+
+    batch, width = positions.shape
+    out = np.full((batch, seq_len) + values.shape[2:], fill, dtype=values.dtype)
+    real = np.arange(width)[None, :] < lengths[:, None]
+    rows = np.broadcast_to(np.arange(batch)[:, None], positions.shape)
+    out[rows[real], positions[real]] = values[real]
+    return out
 
 
 def viterbi_decode_numpy(emissions, mask, start, transitions, end):
     """
-    `viterbi_decode` with NumPy (arrays or CPU tensors in, float64 arithmetic): the best path per row, with the same
-    masking rules.
+    `viterbi_decode` with NumPy (arrays or CPU tensors in; float32 like the torch version: a max-plus pass only adds
+    scores, and half the bytes is what counts at batch 32): the best path per row, with the same masking rules.
 
     Returns:
         `(tags, scores)` as NumPy arrays: (batch, seq_len) int64, -100 off the mask, and (batch,) path scores, 0 for
@@ -428,39 +459,41 @@ def viterbi_decode_numpy(emissions, mask, start, transitions, end):
     """
     import numpy as np
 
-    emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end)
-    batch, seq_len, num_labels = emissions.shape
-    dense_scores, predecessors, predecessor_scores, order = _numpy_max_tables(transitions)
-    score = np.zeros((batch, num_labels))
-    started = np.zeros(batch, dtype=bool)
-    previous_scores = np.zeros((seq_len, batch, num_labels))
-    follows = np.zeros((seq_len, batch), dtype=bool)
-    for t in range(seq_len):
-        real = mask[:, t]
-        previous_scores[t] = score
-        if not real.any():
-            continue
-        parts = [(score[:, None, :] + dense_scores).max(-1)]
+    emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end, np.float32)
+    batch, seq_len, _ = emissions.shape
+    perm, dense_count, transitions, predecessors, predecessor_scores = _numpy_max_tables(transitions)
+    predecessor_scores = predecessor_scores.astype(np.float32)
+    packed, positions, lengths = _packed(emissions[..., perm], mask)
+    start, end = start[perm], end[perm]
+    width = packed.shape[1]
+    if width == 0:
+        return np.full((batch, seq_len), -100, dtype=np.int64), np.zeros(batch)
+    ragged = bool((lengths != width).any())
+    dense_scores = transitions[:dense_count]
+    scores = np.empty_like(packed)  # best score of a path ending at each packed position in each label
+    score = scores[:, 0] = start + packed[:, 0]
+    for k in range(1, width):
+        new = scores[:, k]
+        np.max(score[:, None, :] + dense_scores, axis=-1, out=new[:, :dense_count])
         if predecessors.shape[-1]:
-            parts.append((score[:, predecessors] + predecessor_scores).max(-1))
+            np.max(score[:, predecessors] + predecessor_scores, axis=-1, out=new[:, dense_count:])
         else:
-            parts.append(np.full((batch, len(order) - dense_scores.shape[0]), FORBIDDEN_SCORE))
-        step = np.concatenate(parts, axis=-1)[:, order]
-        new = np.where(started[:, None], step, start) + emissions[:, t]
-        follows[t] = real & started
-        score = np.where(real[:, None], new, score)
-        started |= real
+            new[:, dense_count:] = FORBIDDEN_SCORE
+        new += packed[:, k]
+        if ragged:  # rows already past their end carry their last score
+            new[:] = np.where((k < lengths)[:, None], new, score)
+        score = new
     final = score + end
     current = final.argmax(-1)
-    best_score = np.where(started, final.max(-1), 0.0)
-    tags = np.empty((batch, seq_len), dtype=np.int64)
-    for t in reversed(range(seq_len)):
-        tags[:, t] = current
-        if follows[t].any():
-            best_from = (previous_scores[t] + transitions[current]).argmax(-1)
-            current = np.where(follows[t], best_from, current)
-    tags[~mask] = -100
-    return tags, best_score
+    best_score = np.where(lengths > 0, final.max(-1), 0.0).astype(np.float32)
+    tags = np.empty((batch, width), dtype=np.int64)
+    for k in range(width - 1, -1, -1):
+        tags[:, k] = current
+        if k:
+            # transitions[current, from]: the scores of moving into this position's label.
+            best_from = (scores[:, k - 1] + transitions[current]).argmax(-1)
+            current = np.where(k < lengths, best_from, current) if ragged else best_from
+    return _unpack(perm[tags], positions, lengths, seq_len, -100), best_score
 
 
 def crf_marginals_numpy(emissions, mask, start, transitions, end):
@@ -469,21 +502,64 @@ def crf_marginals_numpy(emissions, mask, start, transitions, end):
     real position summing to 1, 0 off the mask.
 
     Forward-backward in probability space, scaled at every real position: the forward message is renormalised to
-    sum 1 (its scale kept), the backward message reuses the same scales, and their product is the marginal. Each
-    step is shifted by its best reachable term, so a step never sums to zero; forbidden transitions
-    (`FORBIDDEN_SCORE`) are exactly 0. Exact for log-softmax emissions; only gaps of ~700 nats between labels
-    (far beyond any trained model) would be clipped.
+    sum 1 (its scale kept), the backward message reuses the same scales, and their product is the marginal. The
+    emission factors are exp(emission - the position's best emission) and forbidden transitions are exactly 0.
+    Should a step's terms all underflow (emission gaps of hundreds of nats, which no softmax over a trained model's
+    logits gives), that batch is redone with a per-step shift by the best reachable term (`_marginals_shifted`).
     """
     import numpy as np
 
     emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end)
     batch, seq_len, num_labels = emissions.shape
+    packed, positions, lengths = _packed(emissions, mask)
+    width = packed.shape[1]
+    if width == 0:
+        return np.zeros_like(emissions)
     # Constant shifts of the start, transition and end scores cancel in the normalisation.
     factors = np.exp(transitions - transitions.max()).T  # [from, to]
     start_factors = np.exp(start - start.max())
     end_factors = np.exp(end - end.max())
+    emitted = np.exp(packed - packed.max(axis=-1, keepdims=True))
+    ragged = bool((lengths != width).any())
+    alphas = np.empty_like(packed)
+    scales = np.ones((batch, width, 1))
+    alpha = start_factors * emitted[:, 0]
+    for k in range(width):
+        if k:
+            alpha = (alpha @ factors) * emitted[:, k]
+        total = alpha.sum(-1, keepdims=True)
+        if not (total > 0).all():  # every term underflowed: the slow, shifted pass
+            if not (total > 0)[lengths > k].all():
+                return _marginals_shifted(emissions, mask, start, transitions, end)
+            total = np.where(total > 0, total, 1.0)
+        alpha /= total
+        if ragged and k:
+            alpha = np.where((k < lengths)[:, None], alpha, alphas[:, k - 1])
+            total = np.where((k < lengths)[:, None], total, 1.0)
+        alphas[:, k], scales[:, k] = alpha, total
+    marginals = np.empty_like(packed)
+    last = end_factors / np.maximum((alpha * end_factors).sum(-1, keepdims=True), np.finfo(np.float64).tiny)
+    beta = last
+    for k in range(width - 1, -1, -1):
+        if k < width - 1:
+            beta = (emitted[:, k + 1] * beta / scales[:, k + 1]) @ factors.T
+            if ragged:  # a row's backward pass starts at its own last position
+                beta = np.where((k == lengths - 1)[:, None], last, beta)
+        marginals[:, k] = alphas[:, k] * beta
+    return _unpack(np.minimum(marginals, 1.0), positions, lengths, seq_len, 0.0)
+
+
+def _marginals_shifted(emissions, mask, start, transitions, end):
+    """`crf_marginals_numpy` for any emission scale: each forward step is shifted by its best reachable term, so it
+    never sums to zero; slower (a log and two exps per step). Arguments are the float64 arrays."""
+    import numpy as np
+
+    batch, seq_len, num_labels = emissions.shape
+    factors = np.exp(transitions - transitions.max()).T  # [from, to]
+    start_factors = np.exp(start - start.max())
+    end_factors = np.exp(end - end.max())
     alphas = np.zeros((seq_len, batch, num_labels))
-    emitted = np.ones((seq_len, batch, num_labels))  # shifted emission factor of each real position
+    emitted = np.ones((seq_len, batch, num_labels))
     scales = np.ones((seq_len, batch, 1))
     alpha = np.zeros((batch, num_labels))
     started = np.zeros(batch, dtype=bool)
@@ -494,7 +570,6 @@ def crf_marginals_numpy(emissions, mask, start, transitions, end):
             scores = emissions[:, t]
             with np.errstate(divide="ignore"):
                 shifted = np.log(incoming) + scores
-            # The best reachable label's term is exactly 1, so no step sums to zero whatever the emission scale.
             shift = shifted.max(-1, keepdims=True)
             new = np.exp(shifted - shift)
             total = new.sum(-1, keepdims=True)

@@ -1,4 +1,4 @@
-"""Export a saved piiner model to ONNX (CRF decode inside the graph), quantise it to int8, and use the graph.
+"""Export a saved piiner model to ONNX (with its CRF), quantise it to int8, and use the graph.
 
     python export_onnx.py export runs/quickstart --out runs/quickstart/onnx --int8
     python export_onnx.py predict runs/quickstart/onnx --file model.int8.onnx --data data/quickstart --split test \\
@@ -36,7 +36,7 @@ def cmd_export(args):
     tokenizer = AutoTokenizer.from_pretrained(args.model, config=model.config)
     out = Path(args.out or Path(args.model) / "onnx")
     started = time.perf_counter()
-    path = export_onnx(model, out, tokenizer=tokenizer, opset_version=args.opset)
+    path = export_onnx(model, out, tokenizer=tokenizer, opset_version=args.opset, decode_in_graph=args.decode_in_graph)
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB, {time.perf_counter() - started:.0f} s, "
           "verified against PyTorch)")
     if args.int8:
@@ -94,6 +94,9 @@ def parse_args(argv=None):
     e.add_argument("--int8", action="store_true", help="also write the dynamic int8 copy model.int8.onnx")
     e.add_argument("--per-channel", action="store_true", help="int8 scales per output channel")
     e.add_argument("--opset", type=int, default=18)
+    e.add_argument("--decode-in-graph", action="store_true",
+                   help="Viterbi and marginals inside the graph as Scan loops (portable, slower) instead of emissions "
+                        "+ CRF scores decoded by the runtime")
     for name, help_text in (("predict", "write predictions of a graph as JSONL for evaluate_model.py"),
                             ("compare", "compare the graph's entities with the PyTorch pipeline's")):
         s = sub.add_parser(name, help=help_text)

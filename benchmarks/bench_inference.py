@@ -11,7 +11,8 @@ Rows:
     plain MiniLM      AutoModelForTokenClassification on the same backbone: tokenize, forward, argmax
     BERT-base         the same loop on a random BERT-base (110M, the size of StanfordAIMI's de-identifier)
     Presidio          Presidio's AnalyzerEngine with spaCy, when installed (requirements-presidio.txt)
-    ONNX fp32 / int8  export.onnx_runtime.OnnxPiiNer on the exported graph (CRF decode inside), and its int8 copy
+    ONNX fp32 / int8  export.onnx_runtime.OnnxPiiNer on the exported graph (emissions + CRF scores, NumPy decode)
+                      and its int8 copy
 
 Each system runs in its own process, so peak memory is its own: the peak resident set during the timed calls minus
 the resident set before the model was loaded (weights included; tracemalloc would not see torch's buffers).

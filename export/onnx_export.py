@@ -1,15 +1,23 @@
-"""Export a piiner tagger to ONNX with torch.onnx (the dynamo exporter), CRF decode included.
+"""Export a piiner tagger to ONNX with torch.onnx (the dynamo exporter), with its CRF.
 
-The graph takes `input_ids`, `attention_mask` and `char_ids` with dynamic batch, sequence and word-length axes and
-returns `emissions` (log-softmax emission scores), `decoded_tags` (the Viterbi path, -100 off the CRF positions) and
-`tag_scores` (the CRF marginal of each decoded tag), the same three things the PyTorch model gives in eval mode.
+Two forms of graph, both taking `input_ids`, `attention_mask` and `char_ids` with dynamic batch, sequence and
+word-length axes:
+
+- default (`decode_in_graph=False`): returns `emissions` (log-softmax emission scores), `crf_mask` (the CRF
+  positions) and the constrained CRF scores `crf_start`, `crf_transitions` (`[to, from]`), `crf_end`. The graph is
+  self-contained; the runtime (`export.onnx_runtime`) decodes them with `crf_piiner`'s NumPy Viterbi and marginals,
+  the very functions the PyTorch model runs at inference on the CPU. This is the fast form: onnxruntime runs a
+  `Scan` body node by node, ~100 us per position, which made the in-graph decode of a 360-token text cost more
+  than the int8 encoder.
+- `decode_in_graph=True`: returns `emissions`, `decoded_tags` (the Viterbi path, -100 off the CRF positions) and
+  `tag_scores` (the CRF marginal of each decoded tag), the decode written as two `Scan` loops
+  (`export.crf_graph`), for runtimes with no Python beside them.
 
 `PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
 characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
 in Python over the sequence. `PiiNerExportWrapper` computes the same function with the same weights in a static
-shape: the char CNN over every token (the padding tokens are discarded by a `where`) and the CRF as `Scan` loops
-(`export.crf_graph`). Everything the export needs from the model is read from its modules, so a retrained or
-resized model exports without change here.
+shape: the char CNN over every token (the padding tokens are discarded by a `where`). Everything the export needs
+from the model is read from its modules, so a retrained or resized model exports without change here.
 """
 
 import copy
@@ -24,7 +32,8 @@ from piiner.modeling_piiner import PiiNerForTokenClassification
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "char_ids")
-OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")
+DECODED_OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")  # decode_in_graph=True
+CRF_OUTPUT_NAMES = ("emissions", "crf_mask", "crf_start", "crf_transitions", "crf_end")  # the default
 ONNX_FILE = "model.onnx"
 # Written next to the graph: how it was exported (input and output names, opset), for people and tools.
 EXPORT_INFO_FILE = "onnx_export.json"
@@ -57,9 +66,11 @@ class PiiNerExportWrapper(nn.Module):
     what the encoder assumes when none are given.
     """
 
-    def __init__(self, model: PiiNerForTokenClassification):
+    def __init__(self, model: PiiNerForTokenClassification, decode_in_graph: bool = False):
         super().__init__()
         self.model = model.eval()
+        self.decode_in_graph = decode_in_graph
+        self.output_names = DECODED_OUTPUT_NAMES if decode_in_graph else CRF_OUTPUT_NAMES
         # The CRF's per-step sum tables, as buffers: torch.export traces module state, not loose constant tensors
         # captured by a scan body (those fail in non-strict export).
         self._sums = transition_sums(model.crf.constrained_transitions()[1])
@@ -78,6 +89,8 @@ class PiiNerExportWrapper(nn.Module):
         hidden = torch.where(mask.unsqueeze(-1), fused, hidden)
         emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
         start, transitions, end = self.model.crf.constrained_transitions()
+        if not self.decode_in_graph:
+            return emissions, mask, start, transitions, end
         sums = copy.copy(self._sums)
         for name in self._sum_tables:
             setattr(sums, name, getattr(self, f"crf_sums_{name}"))
@@ -114,6 +127,7 @@ def export_onnx(
     tokenizer=None,
     opset_version: int = DEFAULT_OPSET,
     verify: bool = True,
+    decode_in_graph: bool = False,
 ) -> Path:
     """
     Export `model` to `output_dir/model.onnx`, with the model's config (and `tokenizer`, when given) saved beside it
@@ -125,6 +139,8 @@ def export_onnx(
         tokenizer: the model's fast tokenizer, saved next to the graph.
         opset_version: ONNX opset of the graph.
         verify: run the exported graph once in onnxruntime on the trace inputs and compare with PyTorch.
+        decode_in_graph: put the Viterbi decode and marginals in the graph as `Scan` loops (portable, slower at
+            small batches) instead of returning the CRF scores for the runtime to decode.
 
     Returns:
         The path of the `.onnx` file.
@@ -136,7 +152,7 @@ def export_onnx(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     onnx_path = output_dir / ONNX_FILE
-    wrapper = PiiNerExportWrapper(model).requires_grad_(False)
+    wrapper = PiiNerExportWrapper(model, decode_in_graph=decode_in_graph).requires_grad_(False)
     inputs = example_inputs(model.config)
     batch, seq_len, num_chars = dynamic_dims(model.config)
     dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: batch, 1: seq_len, 2: num_chars})
@@ -147,7 +163,7 @@ def export_onnx(
             dynamo=True,
             dynamic_shapes=dynamic_shapes,
             input_names=list(INPUT_NAMES),
-            output_names=list(OUTPUT_NAMES),
+            output_names=list(wrapper.output_names),
             opset_version=opset_version,
             verbose=False,
         )
@@ -157,7 +173,8 @@ def export_onnx(
     model.config.save_pretrained(output_dir)
     if tokenizer is not None:
         tokenizer.save_pretrained(output_dir)
-    info = {"onnx_file": ONNX_FILE, "inputs": list(INPUT_NAMES), "outputs": list(OUTPUT_NAMES), "opset": opset_version}
+    info = {"onnx_file": ONNX_FILE, "inputs": list(INPUT_NAMES), "outputs": list(wrapper.output_names),
+            "decode_in_graph": decode_in_graph, "opset": opset_version}
     (output_dir / EXPORT_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     if verify:
         verify_export(wrapper, onnx_path, inputs)
@@ -170,13 +187,14 @@ def verify_export(wrapper: nn.Module, onnx_path: str | Path, inputs, atol: float
 
     session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     feeds = {name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, inputs)}
-    got = session.run(list(OUTPUT_NAMES), feeds)
+    names = list(wrapper.output_names)
+    got = session.run(names, feeds)
     with torch.no_grad():
         expected = [t.numpy() for t in wrapper(*inputs)]
-    for name, exp, out in zip(OUTPUT_NAMES, expected, got):
+    for name, exp, out in zip(names, expected, got):
         if exp.shape != out.shape:
             raise RuntimeError(f"exported graph gives {name} of shape {out.shape}, PyTorch {exp.shape}")
-        if name == "decoded_tags":
+        if name in ("decoded_tags", "crf_mask"):
             mismatch = exp != out
         else:
             # Forbidden labels sit near -1e4 in log space: compare relative there.

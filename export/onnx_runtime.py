@@ -1,8 +1,10 @@
 """Run an exported piiner graph with onnxruntime: text in, the same entities as the PyTorch pipeline out.
 
 The text side is shared with the pipeline, not re-implemented: `tokenization_utils.encode_texts` makes the windows
-and char ids, the graph gives Viterbi tags and their CRF marginals, `merge_windows` and `decode_entities` turn them
-into entities. Only the model call differs, so the two paths disagree only where float rounding flips a tag.
+and char ids; the graph gives emissions and CRF scores, decoded by `crf_piiner`'s NumPy Viterbi and marginals (the
+functions the PyTorch model itself runs at inference on the CPU), or, for a graph exported with the decode inside,
+Viterbi tags and marginals directly; `merge_windows` and `decode_entities` turn them into entities. Only the
+encoder call differs, so the two paths disagree only where float rounding flips a tag.
 
 Usage:
 
@@ -20,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 
-from export.onnx_export import INPUT_NAMES, ONNX_FILE, OUTPUT_NAMES
+from export.onnx_export import CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES, INPUT_NAMES, ONNX_FILE
 from piiner.configuration_piiner import PiiNerConfig
+from piiner.crf_piiner import crf_marginals_numpy, viterbi_decode_numpy
 from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows
 
 
@@ -55,19 +58,31 @@ class OnnxPiiNer:
         self.session = onnxruntime.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
         inputs = [i.name for i in self.session.get_inputs()]
         outputs = [o.name for o in self.session.get_outputs()]
-        if inputs != list(INPUT_NAMES) or not set(OUTPUT_NAMES) <= set(outputs):
+        known = [names for names in (CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES) if set(names) <= set(outputs)]
+        if inputs != list(INPUT_NAMES) or not known:
             raise ValueError(
                 f"{onnx_path} is not a piiner export: inputs {inputs} (expected {list(INPUT_NAMES)}), outputs "
-                f"{outputs} (expected {list(OUTPUT_NAMES)})"
+                f"{outputs} (expected {list(CRF_OUTPUT_NAMES)} or {list(DECODED_OUTPUT_NAMES)})"
             )
+        self.output_names = list(known[0])
+        self.decode_in_graph = known[0] == DECODED_OUTPUT_NAMES
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
-        """One graph call on already-encoded windows (tensors or arrays); returns the three outputs as arrays."""
+        """One graph call on already-encoded windows (tensors or arrays); returns `emissions`, `decoded_tags` and
+        `tag_scores` as arrays, whichever form the graph has."""
         feeds = {
             name: np.ascontiguousarray(_as_numpy(value), dtype=np.int64)
             for name, value in zip(INPUT_NAMES, (input_ids, attention_mask, char_ids))
         }
-        return dict(zip(OUTPUT_NAMES, self.session.run(list(OUTPUT_NAMES), feeds)))
+        out = dict(zip(self.output_names, self.session.run(self.output_names, feeds)))
+        if self.decode_in_graph:
+            return out
+        crf = (out.pop("crf_mask"), out.pop("crf_start"), out.pop("crf_transitions"), out.pop("crf_end"))
+        mask = crf[0]
+        tags, _ = viterbi_decode_numpy(out["emissions"], *crf)
+        marginals = crf_marginals_numpy(out["emissions"], *crf)
+        scores = np.take_along_axis(marginals, np.maximum(tags, 0)[..., None], axis=-1)[..., 0] * mask
+        return {**out, "decoded_tags": tags, "tag_scores": scores.astype(np.float32)}
 
     def __call__(self, texts, batch_size: int = 32, max_length: int | None = None, stride: int | None = None):
         """

@@ -46,7 +46,12 @@ def exported(tmp_path_factory):
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     export_onnx(model, onnx_dir, tokenizer=tokenizer)
+    export_onnx(model, root / "onnx_scan", tokenizer=tokenizer, decode_in_graph=True)
     return model, tokenizer, model_dir, onnx_dir
+
+
+# The default graph (emissions + CRF scores, decoded by the runtime with NumPy) and the one with the decode inside.
+GRAPH_FORMS = ["onnx", "onnx_scan"]
 
 
 def emissions_of(model, batch):
@@ -87,18 +92,23 @@ def test_dense_char_features_match_char_cnn():
 def test_wrapper_equals_model(exported):
     model, tokenizer, _, _ = exported
     batch = encode_texts(tokenizer, TEXTS[:3], model.config)
+    inputs = (batch["input_ids"], batch["attention_mask"], batch["char_ids"])
     with torch.no_grad():
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], char_ids=batch["char_ids"])
-        emissions, tags, scores = PiiNerExportWrapper(model)(
-            batch["input_ids"], batch["attention_mask"], batch["char_ids"]
-        )
+        emissions, tags, scores = PiiNerExportWrapper(model, decode_in_graph=True)(*inputs)
+        emissions_only, mask, start, transitions, end = PiiNerExportWrapper(model)(*inputs)
     assert torch.equal(tags, out.decoded_tags)
     torch.testing.assert_close(scores, out.tag_scores, atol=1e-4, rtol=1e-4)
+    assert torch.equal(emissions_only, emissions) and torch.equal(mask, out.decoded_tags != -100)
+    for got, expected in zip((start, transitions, end), model.crf.constrained_transitions()):
+        assert torch.equal(got, expected)
 
 
-def test_onnx_outputs_equal_pytorch_on_new_shapes(exported):
+@pytest.mark.parametrize("form", GRAPH_FORMS)
+def test_onnx_outputs_equal_pytorch_on_new_shapes(exported, form):
     model, tokenizer, _, onnx_dir = exported
-    finder = OnnxPiiNer(onnx_dir)
+    finder = OnnxPiiNer(onnx_dir.parent / form)
+    assert finder.decode_in_graph == (form == "onnx_scan")
     # Three rows of different lengths, none of the trace's sizes: batch, sequence and char axes are dynamic.
     batch = encode_texts(tokenizer, TEXTS[:3], model.config)
     got = finder.run(batch["input_ids"], batch["attention_mask"], batch["char_ids"])
@@ -115,8 +125,10 @@ def entity_keys(entities):
     return [(e["start"], e["end"], e["type"], e["tier"], e["word"]) for e in entities]
 
 
-def test_onnx_entities_equal_pipeline(exported):
+@pytest.mark.parametrize("form", GRAPH_FORMS)
+def test_onnx_entities_equal_pipeline(exported, form):
     _, _, model_dir, onnx_dir = exported
+    onnx_dir = onnx_dir.parent / form
     finder = pipeline("token-classification", model=str(model_dir), trust_remote_code=True)
     expected = finder(TEXTS)
     got = OnnxPiiNer(onnx_dir)(TEXTS, batch_size=2)
