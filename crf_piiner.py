@@ -423,6 +423,17 @@ def _numpy_max_tables(transitions):
     return perm, dense_count, transitions, np.where(valid, columns, 0), scores
 
 
+# Batches from this size on skip, at each Viterbi step, the labels too far below a row's best to matter.
+_PRUNE_MIN_BATCH = 8
+
+
+def _as_slice(index):
+    """`index` as an equivalent slice when it is a run of consecutive labels, else unchanged."""
+    if len(index) and (index[1:] - index[:-1] == 1).all():
+        return slice(int(index[0]), int(index[0]) + len(index))
+    return index
+
+
 def _packed(emissions, mask):
     """Each row's real positions moved to the front, in order: `(packed (batch, n, labels), positions (batch, n),
     lengths (batch,))` with n the most real positions of any row; entries past a row's length are filler. With
@@ -470,15 +481,32 @@ def viterbi_decode_numpy(emissions, mask, start, transitions, end):
         return np.full((batch, seq_len), -100, dtype=np.int64), np.zeros(batch)
     ragged = bool((lengths != width).any())
     dense_scores = transitions[:dense_count]
+    # A label whose score is more than a dense row's spread of transition scores below the row's best cannot win
+    # that row's max (it would end below best + the row's smallest transition), so only the labels near each batch
+    # row's best are read. Trained CRFs have spreads well under 1 nat, which leaves a handful of labels per step.
+    # The tolerance keeps float32 near-ties in.
+    spread = float((dense_scores.max(axis=1) - dense_scores.min(axis=1)).max()) if dense_count else 0.0
+    prune = batch >= _PRUNE_MIN_BATCH  # at batch 1 the extra operations cost more than the labels they skip
+    # The k-th allowed predecessor of every "I-" label, as a slice where the labels line up (BIO: "B-X" then
+    # "I-X" for X in order), so the gather is a view.
+    readers = [_as_slice(predecessors[:, j]) for j in range(predecessors.shape[-1])]
     scores = np.empty_like(packed)  # best score of a path ending at each packed position in each label
     score = scores[:, 0] = start + packed[:, 0]
     for k in range(1, width):
         new = scores[:, k]
-        np.max(score[:, None, :] + dense_scores, axis=-1, out=new[:, :dense_count])
-        if predecessors.shape[-1]:
-            np.max(score[:, predecessors] + predecessor_scores, axis=-1, out=new[:, dense_count:])
+        if prune:
+            best = score.max(axis=-1, keepdims=True)
+            near = np.flatnonzero((score >= best - (spread + 1e-4 * (1.0 + np.abs(best)))).any(axis=0))
+            np.max(score[:, None, near] + dense_scores[:, near], axis=-1, out=new[:, :dense_count])
         else:
-            new[:, dense_count:] = FORBIDDEN_SCORE
+            np.max(score[:, None, :] + dense_scores, axis=-1, out=new[:, :dense_count])
+        sparse = new[:, dense_count:]
+        if readers:
+            np.add(score[:, readers[0]], predecessor_scores[:, 0], out=sparse)
+            for j in range(1, len(readers)):
+                np.maximum(sparse, score[:, readers[j]] + predecessor_scores[:, j], out=sparse)
+        else:
+            sparse[:] = FORBIDDEN_SCORE
         new += packed[:, k]
         if ragged:  # rows already past their end carry their last score
             new[:] = np.where((k < lengths)[:, None], new, score)

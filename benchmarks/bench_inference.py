@@ -291,7 +291,7 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
     import torch
     from transformers import AutoModelForTokenClassification
 
-    from piiner.crf_piiner import crf_marginals, viterbi_decode
+    from piiner.crf_piiner import crf_marginals_numpy, viterbi_decode_numpy
     from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions
     from piiner.tokenization_utils import encode_texts
 
@@ -311,8 +311,9 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
             "piiner": lambda: model(input_ids=ids, attention_mask=mask, char_ids=chars),
             "encoder": lambda: model.piiner.encoder(input_ids=ids, attention_mask=mask),
             "encoder+char CNN+fusion": lambda: model.piiner(ids, mask, char_ids=chars),
-            "CRF Viterbi": lambda: viterbi_decode(emissions, crf_mask, start, transitions, end),
-            "CRF marginals": lambda: crf_marginals(emissions, crf_mask, start, transitions, end),
+            # What the model runs at inference on the CPU (crf_piiner's NumPy decode).
+            "CRF Viterbi": lambda: viterbi_decode_numpy(emissions, crf_mask, start, transitions, end),
+            "CRF marginals": lambda: crf_marginals_numpy(emissions, crf_mask, start, transitions, end),
         }
         for fn in parts.values():
             fn()  # warm-up

@@ -6,6 +6,8 @@ import math
 import pytest
 import torch
 
+from piiner import crf_piiner
+
 from piiner.crf_piiner import (
     FORBIDDEN_SCORE,
     PiiNerCRF,
@@ -76,7 +78,7 @@ def decode(implementation, emissions, start, transitions, end):
         tags, best_scores = viterbi_decode(emissions, MASK, start, transitions, end)
         return tags, best_scores, crf_marginals(emissions, MASK, start, transitions, end)
     tags, best_scores = viterbi_decode_numpy(emissions, MASK, start, transitions, end)
-    if implementation == "numpy":
+    if implementation != "numpy-shifted":
         marginals = crf_marginals_numpy(emissions, MASK, start, transitions, end)
     else:  # the fallback for emission gaps that underflow the fast pass, run on every case
         arrays = [x.double().numpy() for x in (emissions, start, transitions, end)]
@@ -84,10 +86,12 @@ def decode(implementation, emissions, start, transitions, end):
     return torch.from_numpy(tags), torch.from_numpy(best_scores), torch.from_numpy(marginals)
 
 
-@pytest.mark.parametrize("implementation", ["torch", "numpy", "numpy-shifted"])
+@pytest.mark.parametrize("implementation", ["torch", "numpy", "numpy-pruned", "numpy-shifted"])
 @pytest.mark.parametrize("constrained, scale", [(True, 3.0), (False, 3.0), (True, 300.0)])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained, scale, implementation):
+def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained, scale, implementation, monkeypatch):
+    if implementation == "numpy-pruned":  # the large-batch Viterbi, which skips labels far below each row's best
+        monkeypatch.setattr(crf_piiner, "_PRUNE_MIN_BATCH", 1)
     emissions, start, transitions, end = random_crf(seed, constrained, scale)
     log_z, _ = crf_log_partition(emissions, MASK, start, transitions, end)
     tags, best_scores, marginals = decode(implementation, emissions, start, transitions, end)
