@@ -80,9 +80,9 @@ class PiiNerCharCNN(nn.Module):
 
     Padding never changes a result: pad characters are zeroed, and the max-pool only reads windows that start
     inside the word (a word shorter than a kernel is read through its first window). That is what lets the work
-    be cut without changing any output: the sub-tokens of one word (adjacent rows with the same characters) are
-    encoded once, and short words are convolved at their own width rather than at the width of the batch's longest
-    word (one URL would otherwise widen every row).
+    be cut without changing any output: each distinct word of the batch (the sub-tokens of one word, and every
+    repeat of "the" or a name) is encoded once, and short words are convolved at their own width rather than at
+    the width of the batch's longest word (one URL would otherwise widen every row).
     """
 
     # Words up to this many characters (most of them) are convolved together at this width at most.
@@ -106,10 +106,13 @@ class PiiNerCharCNN(nn.Module):
         Returns:
             `torch.Tensor` of shape `(num_words, output_dim)`.
         """
-        first_of_run = torch.ones(word_chars.shape[0], dtype=torch.bool, device=word_chars.device)
-        first_of_run[1:] = (word_chars[1:] != word_chars[:-1]).any(-1)
-        run_of_row = first_of_run.cumsum(0) - 1
-        words = word_chars[first_of_run]
+        features, inverse = self.distinct_word_features(word_chars)
+        return self.dropout(features[inverse])
+
+    def distinct_word_features(self, word_chars: torch.LongTensor) -> tuple[torch.Tensor, torch.LongTensor]:
+        """Features of each distinct row of `word_chars` (no dropout) and, for every row, the index of its
+        distinct row: `features[inverse]` is the per-row result."""
+        words, inverse = distinct_rows(word_chars)
         lengths = (words != 0).sum(-1)
         short = lengths <= self.short_word_chars
         if bool(short.all()) or not bool(short.any()):
@@ -118,7 +121,7 @@ class PiiNerCharCNN(nn.Module):
             features = words.new_zeros(words.shape[0], self.output_dim, dtype=self.embedding.weight.dtype)
             features[short] = self._encode(words[short], lengths[short])
             features[~short] = self._encode(words[~short], lengths[~short])
-        return self.dropout(features[run_of_row])
+        return features, inverse
 
     def _encode(self, words: torch.LongTensor, lengths: torch.LongTensor) -> torch.Tensor:
         # Trim to the longest word here, but never below the widest kernel.
@@ -138,6 +141,30 @@ class PiiNerCharCNN(nn.Module):
         return torch.cat(pooled, dim=-1)
 
 
+def distinct_rows(rows: torch.LongTensor) -> tuple[torch.LongTensor, torch.LongTensor]:
+    """
+    The distinct rows of a 2-D integer tensor and the index of each row among them (`distinct[inverse]` equals
+    `rows`), in the order of first appearance. Rows are grouped by a 64-bit hash (one sort of n numbers, where
+    `torch.unique(dim=0)` sorts whole rows, ~30x slower) and the grouping is checked exactly: on a hash collision
+    every row is kept as it is, so the result is always exact.
+    """
+    count, width = rows.shape
+    positions = torch.arange(count, device=rows.device)
+    if count < 2:
+        return rows, positions
+    multipliers = torch.randint(1, 2**62, (width,), generator=torch.Generator().manual_seed(width)).to(rows.device)
+    hashes = (rows * multipliers).sum(-1)
+    _, group = torch.unique(hashes, return_inverse=True)
+    first = torch.full((int(group.max()) + 1,), count, device=rows.device).scatter_reduce(0, group, positions, "amin")
+    order = first.argsort()  # groups in order of first appearance
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(len(order), device=rows.device)
+    distinct, inverse = rows[first[order]], rank[group]
+    if not torch.equal(distinct[inverse], rows):  # a hash collision: no grouping
+        return rows, positions
+    return distinct, inverse
+
+
 class PiiNerGatedFusion(nn.Module):
     """
     Per-token, per-dimension gate between char features and encoder states:
@@ -155,6 +182,17 @@ class PiiNerGatedFusion(nn.Module):
         projected = self.dropout(torch.relu(self.char_projection(char_features)))
         gate = torch.sigmoid(self.gate(torch.cat([projected, hidden], dim=-1)))
         return gate * projected + (1 - gate) * hidden
+
+    def forward_shared(self, word_features: torch.Tensor, inverse: torch.LongTensor, hidden: torch.Tensor):
+        """
+        `forward(word_features[inverse], hidden)` without dropout (inference), with the char side computed once per
+        distinct word: the projection and its half of the gate, `W_g [c'; h] = W_gc c' + W_gh h`.
+        """
+        projected = torch.relu(self.char_projection(word_features))
+        char_gate = nn.functional.linear(projected, self.gate.weight[:, : projected.shape[-1]])
+        hidden_gate = nn.functional.linear(hidden, self.gate.weight[:, projected.shape[-1] :], self.gate.bias)
+        gate = torch.sigmoid(char_gate[inverse] + hidden_gate)
+        return torch.lerp(hidden, projected[inverse], gate)
 
 
 class PiiNerPreTrainedModel(PreTrainedModel):
@@ -281,9 +319,15 @@ class PiiNerModel(PiiNerPreTrainedModel):
         if char_ids is not None:
             has_chars = (char_ids != 0).any(-1) & attention_mask.bool()
             if has_chars.any():
-                char_features = self.char_cnn(char_ids[has_chars])
                 hidden = hidden.clone()
-                hidden[has_chars] = self.fusion(char_features.to(hidden.dtype), hidden[has_chars])
+                if self.training:
+                    char_features = self.char_cnn(char_ids[has_chars])
+                    hidden[has_chars] = self.fusion(char_features.to(hidden.dtype), hidden[has_chars])
+                else:  # no dropout: the char side once per distinct word of the batch
+                    word_features, inverse = self.char_cnn.distinct_word_features(char_ids[has_chars])
+                    hidden[has_chars] = self.fusion.forward_shared(
+                        word_features.to(hidden.dtype), inverse, hidden[has_chars]
+                    )
         output = BaseModelOutput(
             last_hidden_state=hidden, hidden_states=encoded.hidden_states, attentions=encoded.attentions
         )

@@ -280,6 +280,37 @@ def test_char_cnn_shortcuts_give_what_each_word_alone_gives():
     for i, length in enumerate(lengths):
         rows[i, :length] = torch.randint(1, 512, (length,), generator=generator)
     rows[1], rows[6] = rows[0], rows[5]  # sub-tokens of the same word
+    rows[9] = rows[4]  # the same word again later
+    lengths[9] = lengths[4]
     together = cnn(rows)
     alone = torch.cat([cnn(row[: max(length, 1)].unsqueeze(0)) for row, length in zip(rows, lengths)])
     torch.testing.assert_close(together, alone, atol=1e-6, rtol=1e-5)
+
+
+def test_distinct_rows_groups_exactly_and_survives_hash_collisions(monkeypatch):
+    import piiner.modeling_piiner as modeling
+
+    rows = torch.tensor([[5, 6, 0], [5, 6, 0], [7, 0, 0], [5, 6, 0], [6, 5, 0], [7, 0, 0]])
+    distinct, inverse = modeling.distinct_rows(rows)
+    assert distinct.tolist() == [[5, 6, 0], [7, 0, 0], [6, 5, 0]]  # in order of first appearance
+    assert inverse.tolist() == [0, 0, 1, 0, 2, 1] and torch.equal(distinct[inverse], rows)
+    # Every hash equal (a collision): nothing is merged wrongly, the rows come back as they are.
+    real_unique = torch.unique
+    monkeypatch.setattr(torch, "unique", lambda x, return_inverse: real_unique(x * 0, return_inverse=True))
+    distinct, inverse = modeling.distinct_rows(rows)
+    assert torch.equal(distinct, rows) and inverse.tolist() == list(range(6))
+
+
+def test_shared_fusion_equals_the_per_token_fusion():
+    """At inference the fusion computes its char side once per distinct word; the values are those of forward()."""
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    torch.manual_seed(0)
+    model = PiiNerModel(config).eval()
+    words = torch.randn(4, model.char_cnn.output_dim)
+    inverse = torch.tensor([0, 0, 3, 1, 2, 3, 0])
+    hidden = torch.randn(7, config.encoder_config.hidden_size)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            model.fusion.forward_shared(words, inverse, hidden), model.fusion(words[inverse], hidden), atol=1e-6,
+            rtol=1e-5,
+        )
