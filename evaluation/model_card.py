@@ -1,11 +1,13 @@
 """The model card: Hub metadata (model-index) in the front matter, then labels, use, data, metrics and a plot.
 
 ``write_model_card(output_dir, config, reports, ...)`` writes ``README.md`` (the card the Hub shows),
-``model_card.md`` (the same text) and ``piiner_metrics.png`` beside them. ``reports`` maps an evaluation set's
+``model_card.md`` (the same text), ``piiner_metrics.png`` and ``model_card_inputs.json`` beside them; evaluations
+run later are added with ``python -m evaluation.model_card MODEL_DIR --report "NAME=report.json"``. ``reports`` maps an evaluation set's
 display name to an ``evaluate_model.py`` JSON report; reports made by a baseline (``meta.baseline`` set) appear
 in the comparison table and the plot, never in the model-index, which describes this model only.
 """
 
+import json
 import os
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
@@ -16,6 +18,8 @@ from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS, TIER_TYPE
 from .report import overall_table, tier_table, type_table
 
 PLOT_FILE = "piiner_metrics.png"
+# What a card was rendered from (reports, data sources, training summary), written beside it.
+CARD_INPUTS_FILE = "model_card_inputs.json"
 
 # Data sources the project knows, keyed by the `source` names data_prep writes; licenses per SPEC §2 and the
 # files' own LICENSE/README. `hub_id` is listed in the card's `datasets` metadata.
@@ -307,8 +311,62 @@ def write_model_card(output_dir, config, reports, commands=None, data_sources=()
     for filename in ("README.md", "model_card.md"):
         with open(os.path.join(output_dir, filename), "w", encoding="utf-8") as f:
             f.write(content)
+    # Everything the card was made from, so evaluations run later can be added to it (add_reports).
+    inputs = {"reports": reports, "commands": commands, "data_sources": list(data_sources), "base_model": base_model,
+              "repo_id": repo_id, "revision": revision, "training_summary": training_summary}
+    with open(os.path.join(output_dir, CARD_INPUTS_FILE), "w", encoding="utf-8") as f:
+        json.dump(inputs, f, indent=2, default=str)
     return content
 
 
-__all__ = ["render_model_card", "write_model_card", "plot_metrics", "validate_card", "card_metadata",
+def add_reports(model_dir, reports):
+    """
+    Re-render the card in `model_dir` with more evaluation reports (name -> `evaluate_model.py` JSON path or
+    dict), keeping what the training run put in it; a report under an existing name replaces it. Returns the card.
+    """
+    from piiner.configuration_piiner import PiiNerConfig
+
+    path = os.path.join(model_dir, CARD_INPUTS_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no {CARD_INPUTS_FILE} in {model_dir}: its card was not written by this version of "
+                                "train.py / write_model_card")
+    with open(path, encoding="utf-8") as f:
+        inputs = json.load(f)
+    for name, report in reports.items():
+        if not isinstance(report, dict):
+            with open(report, encoding="utf-8") as f:
+                report = json.load(f)
+        if "overall" not in report:
+            raise ValueError(f"report {name!r} is not an evaluate_model.py report (no 'overall')")
+        inputs["reports"][name] = report
+    config = PiiNerConfig.from_pretrained(model_dir)
+    return write_model_card(model_dir, config, **inputs)
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="Add evaluate_model.py reports to the model card of a trained model folder (README.md, "
+        "model_card.md and the plot are rewritten; the training run's own sections stay)."
+    )
+    parser.add_argument("model_dir")
+    parser.add_argument("--report", action="append", required=True, metavar="NAME=REPORT.json",
+                        help="evaluation set name shown in the card, and the report; repeatable")
+    args = parser.parse_args(argv)
+    reports = {}
+    for item in args.report:
+        name, sep, report_path = item.rpartition("=")
+        if not sep or not name:
+            parser.error(f"--report takes NAME=REPORT.json, got {item!r}")
+        reports[name] = report_path
+    add_reports(args.model_dir, reports)
+    print(f"model card of {args.model_dir} now has: {', '.join(reports)}")
+
+
+__all__ = ["render_model_card", "write_model_card", "add_reports", "plot_metrics", "validate_card", "card_metadata",
            "KNOWN_SOURCES"]
+
+
+if __name__ == "__main__":
+    main()

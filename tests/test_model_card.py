@@ -90,3 +90,27 @@ def test_bare_span_metrics_reports_from_training_render(config, tmp_path):
     card = validate_card(content)
     assert {r.metric_type: r.metric_value for r in card.data.eval_results}["f1"] == 1.0
     assert "(command not recorded)" in content
+
+
+def test_reports_added_later_join_the_training_card(tmp_path, config):
+    """`python -m evaluation.model_card DIR --report NAME=FILE` adds evaluations run after training to its card,
+    keeping the training run's sections."""
+    from evaluation.model_card import main
+
+    config.save_pretrained(tmp_path)
+    write_model_card(tmp_path, config, {"validation": _report(GOLD, GOLD)}, data_sources=["synthetic"],
+                     base_model="x/y", training_summary={"optimizer steps": 120})
+    report = dict(_report(GOLD, [[(0, 4, "PERSON")], []], source="presidio",
+                          command="python evaluate_model.py --model m --data d --source presidio --compare presidio"),
+                  compare={"presidio": span_metrics(GOLD, [[], []])})
+    (tmp_path / "eval_presidio.json").write_text(json.dumps(report))
+    main([str(tmp_path), "--report", f"presidio-research test={tmp_path / 'eval_presidio.json'}"])
+    content = (tmp_path / "README.md").read_text()
+    assert "- optimizer steps: 120" in content and "| validation | this model |" in content
+    assert "| presidio-research test | this model | 1.000 | 0.333 |" in content
+    assert "| presidio-research test | baseline: presidio (same run) | 0.000 |" in content
+    assert "python evaluate_model.py --model m --data d --source presidio --compare presidio" in content
+    card = validate_card(content)
+    assert {(r.dataset_name, r.metric_type) for r in card.data.eval_results} >= {("presidio-research test", "f1")}
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--report", "no-equals-sign"])
