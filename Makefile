@@ -36,10 +36,13 @@ reference: install
 	$(PY) evaluate_model.py --model $(REF) --data data/reference --source synthetic --out $(REF)/eval_synthetic.json
 	$(PY) evaluate_model.py --model $(REF) --data data/reference --source presidio --compare presidio,regex \
 		--out $(REF)/eval_presidio.json
+	$(PY) evaluate_model.py --model $(REF) --data data/reference --source presidio --compare presidio,regex \
+		--merge-types DATE_OF_BIRTH=DATE --out $(REF)/eval_presidio_dob_as_date.json
 	$(PY) evaluate_model.py --model $(REF) --data data/reference --source wnut17 --types PERSON,LOCATION,ORGANIZATION \
 		--compare presidio,regex --out $(REF)/eval_wnut17.json
 	$(PY) -m evaluation.model_card $(REF) --report "synthetic test (unseen templates)=$(REF)/eval_synthetic.json" \
 		--report "presidio-research test (unseen templates)=$(REF)/eval_presidio.json" \
+		--report "presidio-research test, DATE_OF_BIRTH scored as DATE=$(REF)/eval_presidio_dob_as_date.json" \
 		--report "WNUT-17 dev, PERSON/LOCATION/ORGANIZATION=$(REF)/eval_wnut17.json"
 
 test: install

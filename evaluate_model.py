@@ -35,6 +35,8 @@ def parse_args(argv=None):
     p.add_argument("--source", help="keep only rows whose 'source' column equals this")
     p.add_argument("--types", help="comma-separated piiner types to score (others ignored in gold and predictions)")
     p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")
+    p.add_argument("--merge-types", help="score these types as one, in the gold and in every system's predictions: "
+                   "A=B,... (e.g. DATE_OF_BIRTH=DATE against a baseline that cannot tell a birth date from a date)")
     p.add_argument("--compare", help="comma-separated baselines (regex, presidio) scored on the same rows in the "
                    "same run, reported under 'compare' with a side-by-side table")
     p.add_argument("--out", help="write the JSON report here")
@@ -102,6 +104,13 @@ def _as_tuples(raw):
     return [[(s["start"], s["end"], s["label"]) for s in spans] for spans in raw]
 
 
+def _merged(spans_per_text, merge):
+    """Spans with the merged types renamed (`--merge-types`); the same lists when there is nothing to merge."""
+    if not merge:
+        return spans_per_text
+    return [[(start, end, merge.get(label, label)) for start, end, label in spans] for spans in spans_per_text]
+
+
 def evaluate(args, command=None):
     """Run one evaluation described by parsed ``args``; returns the report dict (see evaluation.report)."""
     if args.model:
@@ -126,6 +135,8 @@ def evaluate(args, command=None):
     if args.save_predictions:
         write_predictions(args.save_predictions, rows, raw)
 
+    merge = parse_label_map(args.merge_types)
+    gold, pred = _merged(gold, merge), _merged(pred, merge)
     report = score(rows, gold, pred, types)
     if seconds is not None:
         report["throughput"] = throughput(len(texts), n_chars, seconds)
@@ -134,7 +145,7 @@ def evaluate(args, command=None):
         report["compare"] = {}
         for name in compare:
             raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=name), texts)
-            report["compare"][name] = dict(score(rows, gold, _as_tuples(raw_b), types),
+            report["compare"][name] = dict(score(rows, gold, _merged(_as_tuples(raw_b), merge), types),
                                            throughput=throughput(len(texts), n_chars, seconds_b))
     report["dropped"] = dict(sorted(dropped.items()))
     report["meta"] = {
@@ -148,6 +159,7 @@ def evaluate(args, command=None):
         "source": args.source,
         "types": types,
         "label_map": label_map or None,
+        "merge_types": merge or None,
         "n_texts": len(texts),
         "n_chars": n_chars,
         "seconds": seconds,

@@ -107,6 +107,21 @@ def test_compare_scores_baselines_on_the_same_rows(tmp_path, gold_file):
         _run("--predictions", gold_file, "--data", gold_file, "--compare", "spacy")
 
 
+def test_merge_types_scores_two_types_as_one_for_every_system(tmp_path):
+    """--merge-types DATE_OF_BIRTH=DATE: a system that only knows DATE is not penalised for it, nor is one that
+    says DATE_OF_BIRTH; gold, predictions and the compared baseline all see the merged type."""
+    text = "Born 1990-01-02, SSN 123-45-6789."
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{"id": "a", "text": text, "spans": [
+        {"start": 5, "end": 15, "label": "DATE_OF_BIRTH"}, {"start": 21, "end": 32, "label": "SSN"}]}])
+    pred = _write_jsonl(tmp_path / "pred.jsonl", [{"id": "a", "text": text, "spans": [
+        {"start": 5, "end": 15, "label": "DATE"}, {"start": 21, "end": 32, "label": "SSN"}]}])
+    strict = _run("--predictions", pred, "--data", gold)
+    merged = _run("--predictions", pred, "--data", gold, "--merge-types", "DATE_OF_BIRTH=DATE", "--compare", "regex")
+    assert strict["overall"]["f1"] == 0.5 and merged["overall"]["f1"] == 1.0
+    assert set(merged["per_type"]) == {"DATE", "SSN"} and merged["meta"]["merge_types"] == {"DATE_OF_BIRTH": "DATE"}
+    assert merged["compare"]["regex"]["overall"]["support"] == 2
+
+
 def test_types_restriction(tmp_path, gold_file):
     report = _run("--baseline", "regex", "--data", gold_file, "--types", "SSN,EMAIL")
     assert list(report["per_type"]) == ["SSN", "EMAIL"] and report["overall"]["support"] == 2
