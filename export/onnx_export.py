@@ -1,7 +1,8 @@
 """Export a piiner tagger to ONNX with torch.onnx (the dynamo exporter), with its CRF.
 
-Two forms of graph, both taking `input_ids`, `attention_mask` and `char_ids` with dynamic batch, sequence and
-word-length axes:
+Two forms of graph, both taking `input_ids`, `attention_mask`, `word_chars` (the batch's distinct words) and
+`word_index` (each token's word, -1 for none; `graph_inputs` makes both from the model's `char_ids`), with dynamic
+batch, sequence, word-count and word-length axes:
 
 - default (`decode_in_graph=False`): returns `emissions` (log-softmax emission scores), `crf_mask` (the CRF
   positions) and the constrained CRF scores `crf_start`, `crf_transitions` (`[to, from]`), `crf_end`. The graph is
@@ -16,7 +17,8 @@ word-length axes:
 `PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
 characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
 in Python over the sequence. `PiiNerExportWrapper` computes the same function with the same weights in a static
-shape: the char CNN over every token (the padding tokens are discarded by a `where`). Everything the export needs
+shape: the char CNN over every distinct word at the padded width (tokens without characters are discarded by a
+`where`), the fusion's char side once per word as the model does at inference. Everything the export needs
 from the model is read from its modules, so a retrained or resized model exports without change here.
 """
 
@@ -31,7 +33,7 @@ from export.crf_graph import scan_decode, transition_sums
 from piiner.modeling_piiner import PiiNerForTokenClassification
 
 
-INPUT_NAMES = ("input_ids", "attention_mask", "char_ids")
+INPUT_NAMES = ("input_ids", "attention_mask", "word_chars", "word_index")
 DECODED_OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")  # decode_in_graph=True
 CRF_OUTPUT_NAMES = ("emissions", "crf_mask", "crf_start", "crf_transitions", "crf_end")  # the default
 ONNX_FILE = "model.onnx"
@@ -78,14 +80,18 @@ class PiiNerExportWrapper(nn.Module):
         for name in self._sum_tables:
             self.register_buffer(f"crf_sums_{name}", getattr(self._sums, name), persistent=False)
 
-    def forward(self, input_ids, attention_mask, char_ids):
+    def forward(self, input_ids, attention_mask, word_chars, word_index):
+        """`word_chars` (words, num_chars): the distinct words of the batch; `word_index` (batch, seq_len): each
+        token's row in it, -1 for tokens without characters (see `graph_inputs`)."""
         piiner = self.model.piiner
         hidden = piiner.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
-        batch, seq_len, num_chars = char_ids.shape
-        char_features = dense_char_features(piiner.char_cnn, char_ids.reshape(batch * seq_len, num_chars))
-        fused = piiner.fusion(char_features.reshape(batch, seq_len, -1).to(hidden.dtype), hidden)
+        batch, seq_len = word_index.shape
+        word_features = dense_char_features(piiner.char_cnn, word_chars).to(hidden.dtype)
+        fused = piiner.fusion.forward_shared(
+            word_features, word_index.clamp(min=0).reshape(-1), hidden.reshape(batch * seq_len, -1)
+        ).reshape(hidden.shape)
         # The CRF positions of `crf_positions`: inside the attention mask and with characters.
-        mask = (char_ids != 0).any(-1) & attention_mask.bool()
+        mask = (word_index >= 0) & attention_mask.bool()
         hidden = torch.where(mask.unsqueeze(-1), fused, hidden)
         emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
         start, transitions, end = self.model.crf.constrained_transitions()
@@ -98,9 +104,34 @@ class PiiNerExportWrapper(nn.Module):
         return emissions, decoded_tags, tag_scores
 
 
+def graph_inputs(input_ids, attention_mask, char_ids) -> tuple:
+    """
+    The graph's inputs from the model's: `char_ids` (batch, seq_len, num_chars) becomes `word_chars`, the distinct
+    words of the batch (sub-tokens of a word, and every repeat of a word, share one row, so the char CNN runs once
+    per word as in the PyTorch model), and `word_index` (batch, seq_len), each token's row, -1 for tokens without
+    characters. Tensors or arrays in, int64 NumPy arrays out.
+    """
+    import numpy as np
+
+    def as_array(value):
+        return np.ascontiguousarray(value.numpy() if hasattr(value, "numpy") else np.asarray(value), dtype=np.int64)
+
+    input_ids, attention_mask, char_ids = as_array(input_ids), as_array(attention_mask), as_array(char_ids)
+    batch, seq_len, num_chars = char_ids.shape
+    has_chars = (char_ids != 0).any(-1)
+    word_index = np.full((batch, seq_len), -1, dtype=np.int64)
+    rows = char_ids[has_chars]
+    if not len(rows):  # no word at all: one empty row keeps every shape valid
+        return input_ids, attention_mask, np.zeros((1, max(num_chars, 1)), dtype=np.int64), word_index
+    keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * num_chars))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    word_index[has_chars] = inverse.reshape(-1)
+    return input_ids, attention_mask, rows[first], word_index
+
+
 def example_inputs(config, batch: int = 2, seq_len: int = 7, num_chars: int = 9) -> tuple[torch.Tensor, ...]:
     """Inputs to trace the export with. The sizes differ from each other and from 0 and 1, which the exporter
-    would specialise; the second row is shorter, so padding is traced too."""
+    would specialise; the second row is shorter, so padding is traced too, and two tokens share a word."""
     vocab_size = config.encoder_config.vocab_size
     generator = torch.Generator().manual_seed(0)
     input_ids = torch.randint(low=1, high=vocab_size, size=(batch, seq_len), generator=generator)
@@ -110,15 +141,16 @@ def example_inputs(config, batch: int = 2, seq_len: int = 7, num_chars: int = 9)
     char_ids[:, :, num_chars - 3 :] = 0
     char_ids[:, 0] = 0  # a [CLS]: no characters, outside the CRF
     char_ids[1, seq_len - 2 :] = 0
-    return input_ids, attention_mask, char_ids
+    char_ids[0, 2] = char_ids[0, 1]  # two sub-tokens of one word
+    return tuple(torch.from_numpy(a) for a in graph_inputs(input_ids, attention_mask, char_ids))
 
 
 def dynamic_dims(config) -> tuple:
     """The dynamic axes: batch, sequence (up to the encoder's position table, which BERT-like encoders check while
-    tracing) and characters per word."""
+    tracing), distinct words and characters per word."""
     max_positions = getattr(config.encoder_config, "max_position_embeddings", None)
     seq_len = torch.export.Dim("seq_len", max=max_positions) if max_positions else torch.export.Dim("seq_len")
-    return torch.export.Dim("batch"), seq_len, torch.export.Dim("num_chars")
+    return torch.export.Dim("batch"), seq_len, torch.export.Dim("words"), torch.export.Dim("num_chars")
 
 
 def export_onnx(
@@ -165,8 +197,8 @@ def _export(model, output_dir, tokenizer, opset_version, verify, decode_in_graph
     onnx_path = output_dir / ONNX_FILE
     wrapper = PiiNerExportWrapper(model, decode_in_graph=decode_in_graph).requires_grad_(False)
     inputs = example_inputs(model.config)
-    batch, seq_len, num_chars = dynamic_dims(model.config)
-    dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: batch, 1: seq_len, 2: num_chars})
+    batch, seq_len, words, num_chars = dynamic_dims(model.config)
+    dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: words, 1: num_chars}, {0: batch, 1: seq_len})
     with torch.no_grad():
         program = torch.onnx.export(
             wrapper,

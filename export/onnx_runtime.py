@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 
-from export.onnx_export import CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES, INPUT_NAMES, ONNX_FILE
+from export.onnx_export import CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES, INPUT_NAMES, ONNX_FILE, graph_inputs
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_piiner import crf_marginals_numpy, viterbi_decode_numpy
 from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows
@@ -68,12 +68,9 @@ class OnnxPiiNer:
         self.decode_in_graph = known[0] == DECODED_OUTPUT_NAMES
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
-        """One graph call on already-encoded windows (tensors or arrays); returns `emissions`, `decoded_tags` and
-        `tag_scores` as arrays, whichever form the graph has."""
-        feeds = {
-            name: np.ascontiguousarray(_as_numpy(value), dtype=np.int64)
-            for name, value in zip(INPUT_NAMES, (input_ids, attention_mask, char_ids))
-        }
+        """One graph call on already-encoded windows (tensors or arrays, the model's inputs); returns `emissions`,
+        `decoded_tags` and `tag_scores` as arrays, whichever form the graph has."""
+        feeds = dict(zip(INPUT_NAMES, graph_inputs(input_ids, attention_mask, char_ids)))
         out = dict(zip(self.output_names, self.session.run(self.output_names, feeds)))
         if self.decode_in_graph:
             return out
@@ -120,6 +117,3 @@ class OnnxPiiNer:
             entities.append(decode_entities(text, offsets, tags, scores, self.config.id2label, type_to_tier))
         return entities
 
-
-def _as_numpy(value):
-    return value.numpy() if hasattr(value, "numpy") else np.asarray(value)

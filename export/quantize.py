@@ -5,8 +5,10 @@ emission layer) are stored as int8 and activations are quantised on the fly per 
 CNN, layer norms, softmax and the CRF decode, stays in float32. No calibration data is needed.
 """
 
+import tempfile
 from pathlib import Path
 
+import onnx
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
 from export.onnx_export import ONNX_FILE
@@ -40,6 +42,22 @@ def quantize_int8(
         raise FileNotFoundError(f"no ONNX graph at {model_path}")
     output_path = Path(output_path) if output_path is not None else model_path.with_name(INT8_ONNX_FILE)
     op_types = ["MatMul"] + (["Gather"] if quantize_embeddings else [])
+    # The exporter annotates weights with value_info shapes; when quantize_dynamic rewrites a transposed weight
+    # (a 2-D Linear exports as Gemm, transB=1) under the same name, onnx's shape check then sees two shapes for it.
+    # Weights need no annotation, so a copy without those entries is quantised.
+    graph = onnx.load(str(model_path))
+    weights = {tensor.name for tensor in graph.graph.initializer}
+    annotations = [info for info in graph.graph.value_info if info.name not in weights]
+    del graph.graph.value_info[:]
+    graph.graph.value_info.extend(annotations)
+    with tempfile.TemporaryDirectory(dir=output_path.parent) as tmp:
+        cleaned = Path(tmp) / model_path.name
+        onnx.save(graph, str(cleaned))
+        _quantize(cleaned, output_path, op_types, per_channel)
+    return output_path
+
+
+def _quantize(model_path, output_path, op_types, per_channel):
     quantize_dynamic(
         model_path,
         output_path,
@@ -49,4 +67,3 @@ def quantize_int8(
         # Only MatMuls with a constant weight: the CRF's and attention's activation-by-activation products stay fp32.
         extra_options={"MatMulConstBOnly": True},
     )
-    return output_path

@@ -8,7 +8,7 @@ from conftest import build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
 from transformers import pipeline
 
 from export.crf_graph import scan_decode
-from export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx
+from export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx, graph_inputs
 from export.onnx_runtime import OnnxPiiNer
 from export.quantize import quantize_int8
 from piiner.configuration_piiner import PiiNerConfig
@@ -79,6 +79,17 @@ def test_scan_decode_matches_crf_piiner():
     assert (tags[3] == -100).all() and (scores[3] == 0).all()
 
 
+def test_graph_inputs_list_each_distinct_word_once():
+    char_ids = torch.tensor([[[0, 0], [5, 6], [5, 6], [7, 0]], [[0, 0], [7, 0], [0, 0], [0, 0]]])
+    input_ids, mask, words, index = graph_inputs(torch.ones(2, 4), torch.ones(2, 4), char_ids)
+    assert len(words) == 2 and index.tolist()[0][0] == -1 and index[0, 1] == index[0, 2] != index[0, 3]
+    assert (words[index[char_ids.numpy().any(-1)]] == char_ids.numpy()[char_ids.numpy().any(-1)]).all()
+    assert index[1].tolist() == [-1, index[0, 3], -1, -1]
+    # No word at all: one empty row, every token outside.
+    _, _, words, index = graph_inputs(torch.ones(1, 2), torch.ones(1, 2), torch.zeros(1, 2, 3, dtype=torch.long))
+    assert words.shape == (1, 3) and (index == -1).all()
+
+
 def test_dense_char_features_match_char_cnn():
     model = tiny_tagger(tiny_bert_config())
     # Words shorter than the widest kernel, exactly as wide, and longer; padded wider than any of them.
@@ -92,7 +103,7 @@ def test_dense_char_features_match_char_cnn():
 def test_wrapper_equals_model(exported):
     model, tokenizer, _, _ = exported
     batch = encode_texts(tokenizer, TEXTS[:3], model.config)
-    inputs = (batch["input_ids"], batch["attention_mask"], batch["char_ids"])
+    inputs = [torch.from_numpy(a) for a in graph_inputs(batch["input_ids"], batch["attention_mask"], batch["char_ids"])]
     with torch.no_grad():
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], char_ids=batch["char_ids"])
         emissions, tags, scores = PiiNerExportWrapper(model, decode_in_graph=True)(*inputs)
