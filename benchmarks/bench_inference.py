@@ -317,7 +317,13 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
         }
         for fn in parts.values():
             fn()  # warm-up
-        timings = {name: _median_time(fn, repeats) for name, fn in parts.items()}
+        # Interleaved rounds (plain, piiner, ... then again): a slow spell of a busy machine hits every part alike
+        # instead of all the repeats of one of them.
+        samples = {name: [] for name in parts}
+        for _ in range(repeats):
+            for name, fn in parts.items():
+                samples[name].append(_median_time(fn, 1))
+        timings = {name: statistics.median(values) for name, values in samples.items()}
     timings["shape"] = tuple(ids.shape)
     return timings
 
