@@ -415,12 +415,10 @@ def _numpy_max_tables(transitions):
     transitions = transitions[perm][:, perm]
     allowed = allowed[perm][:, perm]
     dense_count = int(dense.sum())
-    sparse_allowed = allowed[dense_count:]
-    width = int(sparse_allowed.sum(axis=1).max()) if len(sparse_allowed) else 0
-    columns = np.argsort(~sparse_allowed, axis=1, kind="stable")[:, :width]  # allowed columns first, in order
-    valid = np.take_along_axis(sparse_allowed, columns, axis=1)
-    scores = np.where(valid, np.take_along_axis(transitions[dense_count:], columns, axis=1), FORBIDDEN_SCORE)
-    return perm, dense_count, transitions, np.where(valid, columns, 0), scores
+    predecessors, scores = _padded_neighbours(
+        torch.from_numpy(allowed[dense_count:]), torch.from_numpy(transitions[dense_count:])
+    )
+    return perm, dense_count, transitions, predecessors.numpy(), scores.numpy()
 
 
 # Batches from this size on skip, at each Viterbi step, the labels too far below a row's best to matter.
@@ -473,12 +471,11 @@ def viterbi_decode_numpy(emissions, mask, start, transitions, end):
     emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end, np.float32)
     batch, seq_len, _ = emissions.shape
     perm, dense_count, transitions, predecessors, predecessor_scores = _numpy_max_tables(transitions)
-    predecessor_scores = predecessor_scores.astype(np.float32)
     packed, positions, lengths = _packed(emissions[..., perm], mask)
     start, end = start[perm], end[perm]
     width = packed.shape[1]
     if width == 0:
-        return np.full((batch, seq_len), -100, dtype=np.int64), np.zeros(batch)
+        return np.full((batch, seq_len), -100, dtype=np.int64), np.zeros(batch, dtype=np.float32)
     ragged = bool((lengths != width).any())
     dense_scores = transitions[:dense_count]
     # A label whose score is more than a dense row's spread of transition scores below the row's best cannot win
@@ -543,10 +540,7 @@ def crf_marginals_numpy(emissions, mask, start, transitions, end):
     width = packed.shape[1]
     if width == 0:
         return np.zeros_like(emissions)
-    # Constant shifts of the start, transition and end scores cancel in the normalisation.
-    factors = np.exp(transitions - transitions.max()).T  # [from, to]
-    start_factors = np.exp(start - start.max())
-    end_factors = np.exp(end - end.max())
+    factors, start_factors, end_factors = _probability_factors(start, transitions, end)
     emitted = np.exp(packed - packed.max(axis=-1, keepdims=True))
     ragged = bool((lengths != width).any())
     alphas = np.empty_like(packed)
@@ -577,15 +571,21 @@ def crf_marginals_numpy(emissions, mask, start, transitions, end):
     return _unpack(np.minimum(marginals, 1.0), positions, lengths, seq_len, 0.0)
 
 
+def _probability_factors(start, transitions, end):
+    """exp of the start, transition (as `[from, to]`) and end scores, each shifted by its max: constant shifts
+    cancel in the normalisation, and forbidden transitions become exactly 0."""
+    import numpy as np
+
+    return np.exp(transitions - transitions.max()).T, np.exp(start - start.max()), np.exp(end - end.max())
+
+
 def _marginals_shifted(emissions, mask, start, transitions, end):
     """`crf_marginals_numpy` for any emission scale: each forward step is shifted by its best reachable term, so it
     never sums to zero; slower (a log and two exps per step). Arguments are the float64 arrays."""
     import numpy as np
 
     batch, seq_len, num_labels = emissions.shape
-    factors = np.exp(transitions - transitions.max()).T  # [from, to]
-    start_factors = np.exp(start - start.max())
-    end_factors = np.exp(end - end.max())
+    factors, start_factors, end_factors = _probability_factors(start, transitions, end)
     alphas = np.zeros((seq_len, batch, num_labels))
     emitted = np.ones((seq_len, batch, num_labels))
     scales = np.ones((seq_len, batch, 1))

@@ -489,7 +489,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
     @staticmethod
     def _decode(emissions, mask, start, transitions, end) -> tuple[torch.Tensor, torch.Tensor]:
         """Viterbi tags and CRF marginals. On the CPU with nothing asking for gradients (inference) the NumPy
-        versions run: the same results (float64, tested against the torch ones and brute force) at a fraction of
+        versions run: the same results (tested against the torch ones and brute force) at a fraction of
         the cost of a loop of tiny torch ops. Otherwise, or while tracing/compiling, the torch reference."""
         needs_torch = (
             emissions.device.type != "cpu"

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from export.crf_graph import scan_decode, transition_sums
-from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.modeling_piiner import PiiNerForTokenClassification, distinct_rows
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "word_chars", "word_index")
@@ -123,10 +123,9 @@ def graph_inputs(input_ids, attention_mask, char_ids) -> tuple:
     rows = char_ids[has_chars]
     if not len(rows):  # no word at all: one empty row keeps every shape valid
         return input_ids, attention_mask, np.zeros((1, max(num_chars, 1)), dtype=np.int64), word_index
-    keys = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * num_chars))).ravel()
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    word_index[has_chars] = inverse.reshape(-1)
-    return input_ids, attention_mask, rows[first], word_index
+    words, inverse = distinct_rows(torch.from_numpy(rows))  # the model's own grouping
+    word_index[has_chars] = inverse.numpy()
+    return input_ids, attention_mask, words.numpy(), word_index
 
 
 def example_inputs(config, batch: int = 2, seq_len: int = 7, num_chars: int = 9) -> tuple[torch.Tensor, ...]:

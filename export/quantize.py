@@ -53,17 +53,14 @@ def quantize_int8(
     with tempfile.TemporaryDirectory(dir=output_path.parent) as tmp:
         cleaned = Path(tmp) / model_path.name
         onnx.save(graph, str(cleaned))
-        _quantize(cleaned, output_path, op_types, per_channel)
+        quantize_dynamic(
+            cleaned,
+            output_path,
+            op_types_to_quantize=op_types,
+            per_channel=per_channel,
+            weight_type=QuantType.QInt8,
+            # Only MatMuls with a constant weight: the CRF's and attention's activation-by-activation products stay
+            # fp32.
+            extra_options={"MatMulConstBOnly": True},
+        )
     return output_path
-
-
-def _quantize(model_path, output_path, op_types, per_channel):
-    quantize_dynamic(
-        model_path,
-        output_path,
-        op_types_to_quantize=op_types,
-        per_channel=per_channel,
-        weight_type=QuantType.QInt8,
-        # Only MatMuls with a constant weight: the CRF's and attention's activation-by-activation products stay fp32.
-        extra_options={"MatMulConstBOnly": True},
-    )
