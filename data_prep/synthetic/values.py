@@ -612,7 +612,22 @@ def _negative_misc(rng, fake):
                        f"flight {rng.choice(['UA', 'BA', 'DL', 'LH'])} {rng.randint(10, 9999)}", f"{rng.randint(1, 99)}%"))
 
 
+# Form names, code systems and department abbreviations that sit next to PII in paperwork and are not PII.
+_FORM_CODES = ("W-2", "W-4", "W-8BEN", "1099-NEC", "1099-MISC", "I-9", "DS-11", "SF-86", "SSA-89", "CMS-1500",
+               "UB-04", "CPT", "HL7", "HIPAA", "SOC 2", "HR", "IT", "PTO", "KYC", "AML", "NDA", "MSA", "Form 8821")
+
+
+def _negative_code(rng, fake):
+    return rng.choice(_FORM_CODES)
+
+
+def _negative_count(rng, fake):
+    """A small count (children, attempts, quantity) that must not read as an age or a PIN."""
+    return str(rng.choice((rng.randint(0, 5), rng.randint(0, 12))))
+
+
 NEGATIVES = {
     "order": _negative_order, "version": _negative_version, "timestamp": _negative_timestamp,
     "product": _negative_product, "tracking": _negative_tracking, "misc": _negative_misc,
+    "code": _negative_code, "count": _negative_count,
 }
