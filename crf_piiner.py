@@ -621,3 +621,36 @@ def _marginals_shifted(emissions, mask, start, transitions, end):
         weighted = np.where(real[:, None], emitted[t] * beta / scales[t], weighted)
         has_next |= real
     return np.minimum(marginals.transpose(1, 0, 2), 1.0)
+
+
+def crf_decode_cpu(emissions, mask, start, transitions, end, compiled: bool | None = None):
+    """
+    Viterbi tags and marginals for inference on the CPU: `viterbi_decode_numpy` and `crf_marginals_numpy`, or the
+    same recursions compiled by numba (`crf_numba`) when it is installed.
+
+    Args:
+        compiled: force the numba loops (True) or the NumPy ones (False); default: numba when available.
+
+    Returns:
+        `(tags, marginals)` as NumPy arrays: (batch, seq_len) int64 with -100 off the mask, and (batch, seq_len,
+        num_labels) float64, 0 off the mask.
+    """
+    import numpy as np
+
+    from .crf_numba import AVAILABLE, marginals, viterbi
+
+    if compiled is None:
+        compiled = AVAILABLE
+    elif compiled and not AVAILABLE:
+        raise ImportError("crf_decode_cpu(compiled=True) needs numba (pip install numba)")
+    if not compiled:
+        tags, _ = viterbi_decode_numpy(emissions, mask, start, transitions, end)
+        return tags, crf_marginals_numpy(emissions, mask, start, transitions, end)
+    arrays = _numpy_inputs(emissions, mask, start, transitions, end, np.float32)
+    tags, _ = viterbi(*arrays, allowed=arrays[3] > FORBIDDEN_SCORE / 2)
+    emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end)
+    factors, start_factors, end_factors = _probability_factors(start, transitions, end)
+    result = marginals(emissions, mask, start_factors, factors, end_factors)
+    if result is None:
+        result = _marginals_shifted(emissions, mask, start, transitions, end)
+    return tags, result

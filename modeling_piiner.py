@@ -22,13 +22,12 @@ from .crf_piiner import (
     PiiNerCRF,
     bio_constraints,
     begin_of,
+    crf_decode_cpu,
     crf_log_partition,
     crf_marginals,
-    crf_marginals_numpy,
     crf_path_score,
     crf_token_nll,
     viterbi_decode,
-    viterbi_decode_numpy,
 )
 from .pipeline_piiner import PiiNerTokenClassificationPipeline  # noqa: F401  (imported so save_pretrained copies it)
 
@@ -489,8 +488,9 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
     @staticmethod
     def _decode(emissions, mask, start, transitions, end) -> tuple[torch.Tensor, torch.Tensor]:
         """Viterbi tags and CRF marginals. On the CPU with nothing asking for gradients (inference) the NumPy
-        versions run: the same results (tested against the torch ones and brute force) at a fraction of
-        the cost of a loop of tiny torch ops. Otherwise, or while tracing/compiling, the torch reference."""
+        versions run (`crf_decode_cpu`, compiled by numba when it is installed): the same results (tested against
+        the torch ones and brute force) at a fraction of the cost of a loop of tiny torch ops. Otherwise, or while
+        tracing/compiling, the torch reference."""
         needs_torch = (
             emissions.device.type != "cpu"
             or (torch.is_grad_enabled() and (emissions.requires_grad or transitions.requires_grad))
@@ -500,8 +500,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         if needs_torch:
             decoded_tags, _ = viterbi_decode(emissions, mask, start, transitions, end)
             return decoded_tags, crf_marginals(emissions, mask, start, transitions, end)
-        decoded_tags, _ = viterbi_decode_numpy(emissions, mask, start, transitions, end)
-        marginals = crf_marginals_numpy(emissions, mask, start, transitions, end)
+        decoded_tags, marginals = crf_decode_cpu(emissions, mask, start, transitions, end)
         return torch.from_numpy(decoded_tags), torch.from_numpy(marginals).to(torch.float32)
 
     @staticmethod

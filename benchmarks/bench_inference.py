@@ -291,7 +291,7 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
     import torch
     from transformers import AutoModelForTokenClassification
 
-    from piiner.crf_piiner import crf_marginals_numpy, viterbi_decode_numpy
+    from piiner.crf_piiner import crf_decode_cpu
     from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions
     from piiner.tokenization_utils import encode_texts
 
@@ -311,9 +311,8 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
             "piiner": lambda: model(input_ids=ids, attention_mask=mask, char_ids=chars),
             "encoder": lambda: model.piiner.encoder(input_ids=ids, attention_mask=mask),
             "encoder+char CNN+fusion": lambda: model.piiner(ids, mask, char_ids=chars),
-            # What the model runs at inference on the CPU (crf_piiner's NumPy decode).
-            "CRF Viterbi": lambda: viterbi_decode_numpy(emissions, crf_mask, start, transitions, end),
-            "CRF marginals": lambda: crf_marginals_numpy(emissions, crf_mask, start, transitions, end),
+            # What the model runs at inference on the CPU (crf_piiner's decode: numba when installed, else NumPy).
+            "CRF Viterbi + marginals": lambda: crf_decode_cpu(emissions, crf_mask, start, transitions, end),
         }
         for fn in parts.values():
             fn()  # warm-up
@@ -531,7 +530,7 @@ def report_checks(model_dir, args):
     cost = in_worker(head_cost, model_dir, args.backbone, 1200, 32, 5, args.threads)
     plain, piiner = cost["plain"], cost["piiner"]
     print(f"\nModel forward only, batch {cost['shape'][0]} x {cost['shape'][1]} tokens (~1,200-char docs), median:")
-    for name in ("plain", "encoder", "encoder+char CNN+fusion", "CRF Viterbi", "CRF marginals", "piiner"):
+    for name in ("plain", "encoder", "encoder+char CNN+fusion", "CRF Viterbi + marginals", "piiner"):
         print(f"  {name:<26} {1000 * cost[name]:9.1f} ms")
     print(f"  piiner over plain: {100 * (piiner - plain) / plain:+.1f}% (target <= +10%)")
     overhead = in_worker(pipeline_overhead, model_dir, 1200, tuple(args.batches), 32, args.profile, args.threads)

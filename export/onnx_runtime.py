@@ -24,7 +24,7 @@ import onnxruntime
 
 from export.onnx_export import CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES, INPUT_NAMES, ONNX_FILE, graph_inputs
 from piiner.configuration_piiner import PiiNerConfig
-from piiner.crf_piiner import crf_marginals_numpy, viterbi_decode_numpy
+from piiner.crf_piiner import crf_decode_cpu
 from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows
 
 
@@ -76,8 +76,7 @@ class OnnxPiiNer:
             return out
         crf = (out.pop("crf_mask"), out.pop("crf_start"), out.pop("crf_transitions"), out.pop("crf_end"))
         mask = crf[0]
-        tags, _ = viterbi_decode_numpy(out["emissions"], *crf)
-        marginals = crf_marginals_numpy(out["emissions"], *crf)
+        tags, marginals = crf_decode_cpu(out["emissions"], *crf)
         scores = np.take_along_axis(marginals, np.maximum(tags, 0)[..., None], axis=-1)[..., 0] * mask
         return {**out, "decoded_tags": tags, "tag_scores": scores.astype(np.float32)}
 

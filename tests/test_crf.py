@@ -2,17 +2,25 @@
 
 import itertools
 import math
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 import torch
 
-from piiner import crf_piiner
+from conftest import REPO_ROOT
+
+from piiner import crf_numba, crf_piiner
+from piiner.pii_schema import LABELS
 
 from piiner.crf_piiner import (
     FORBIDDEN_SCORE,
     PiiNerCRF,
     _marginals_shifted,
+    _numpy_inputs,
     bio_constraints,
+    crf_decode_cpu,
     crf_log_partition,
     crf_marginals,
     crf_path_score,
@@ -77,6 +85,12 @@ def decode(implementation, emissions, start, transitions, end):
     if implementation == "torch":
         tags, best_scores = viterbi_decode(emissions, MASK, start, transitions, end)
         return tags, best_scores, crf_marginals(emissions, MASK, start, transitions, end)
+    if implementation == "numba":  # compiled loops; the marginals fall back to the shifted pass at scale 300
+        pytest.importorskip("numba")
+        arrays = _numpy_inputs(emissions, MASK, start, transitions, end, np.float32)
+        _, best_scores = crf_numba.viterbi(*arrays, allowed=arrays[3] > FORBIDDEN_SCORE / 2)
+        tags, marginals = crf_decode_cpu(emissions, MASK, start, transitions, end, compiled=True)
+        return torch.from_numpy(tags), torch.from_numpy(best_scores), torch.from_numpy(marginals)
     tags, best_scores = viterbi_decode_numpy(emissions, MASK, start, transitions, end)
     if implementation != "numpy-shifted":
         marginals = crf_marginals_numpy(emissions, MASK, start, transitions, end)
@@ -86,7 +100,7 @@ def decode(implementation, emissions, start, transitions, end):
     return torch.from_numpy(tags), torch.from_numpy(best_scores), torch.from_numpy(marginals)
 
 
-@pytest.mark.parametrize("implementation", ["torch", "numpy", "numpy-pruned", "numpy-shifted"])
+@pytest.mark.parametrize("implementation", ["torch", "numpy", "numpy-pruned", "numpy-shifted", "numba"])
 @pytest.mark.parametrize("constrained, scale", [(True, 3.0), (False, 3.0), (True, 300.0)])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained, scale, implementation, monkeypatch):
@@ -113,6 +127,52 @@ def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained
                 expected[position, label] += math.exp(score - expected_log_z)
         torch.testing.assert_close(marginals[row].double(), expected, atol=1e-5, rtol=1e-4)
         assert marginals[row, positions].sum(-1).tolist() == pytest.approx([1.0] * len(positions), abs=1e-4)
+
+
+@pytest.mark.parametrize("scale", [1.0, 8.0])
+def test_compiled_decode_equals_numpy_on_the_full_label_set(scale):
+    pytest.importorskip("numba")
+    crf = PiiNerCRF({i: name for i, name in enumerate(LABELS)})
+    generator = torch.Generator().manual_seed(int(scale))
+    with torch.no_grad():
+        crf.transitions.normal_(generator=generator)
+        crf.start_transitions.normal_(generator=generator)
+    emissions = torch.log_softmax(torch.randn(6, 40, len(LABELS), generator=generator) * scale, dim=-1)
+    mask = torch.ones(6, 40, dtype=torch.bool)
+    mask[:, 0] = False  # [CLS]
+    mask[1, 20:] = False  # a shorter row
+    mask[2, 5:9] = False  # a hole
+    mask[4] = False  # nothing to decode
+    args = (emissions, mask, *crf.constrained_transitions())
+    tags, marginals = crf_decode_cpu(*args, compiled=True)
+    expected_tags, expected_marginals = crf_decode_cpu(*args, compiled=False)
+    assert (expected_tags[mask.numpy()] > 0).any()  # not an all-"O" case
+    np.testing.assert_array_equal(tags, expected_tags)
+    np.testing.assert_allclose(marginals, expected_marginals, atol=1e-10)
+    # The default is the compiled path when numba is installed.
+    np.testing.assert_array_equal(crf_decode_cpu(*args)[0], expected_tags)
+
+
+def test_decode_works_without_numba():
+    """Only torch and transformers are needed to run a snapshot: without numba the NumPy loops run."""
+    code = (
+        "import sys; sys.modules['numba'] = None\n"  # makes `import numba` raise ImportError
+        "import torch\n"
+        "from piiner import crf_numba\n"
+        "from piiner.crf_piiner import PiiNerCRF, crf_decode_cpu, viterbi_decode\n"
+        "assert not crf_numba.AVAILABLE\n"
+        "crf = PiiNerCRF({0: 'O', 1: 'B-A', 2: 'I-A'})\n"
+        "emissions, mask = torch.randn(2, 5, 3), torch.ones(2, 5, dtype=torch.bool)\n"
+        "tags, marginals = crf_decode_cpu(emissions, mask, *crf.constrained_transitions())\n"
+        "assert (torch.from_numpy(tags) == viterbi_decode(emissions, mask, *crf.constrained_transitions())[0]).all()\n"
+        "try:\n"
+        "    crf_decode_cpu(emissions, mask, *crf.constrained_transitions(), compiled=True)\n"
+        "except ImportError as error:\n"
+        "    print('refused:', error)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "refused:" in result.stdout and "numba" in result.stdout
 
 
 def test_path_score_and_token_nll_split_exactly():

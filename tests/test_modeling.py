@@ -56,13 +56,13 @@ def test_eval_outputs_decode_a_valid_path_that_the_logits_agree_with(tiny_encode
 
 
 def test_inference_decode_equals_the_torch_reference(tiny_encoder_config, monkeypatch):
-    """Under no_grad on the CPU the CRF decodes with NumPy; with gradients on, with the torch functions. Same
-    tags, same confidences."""
+    """Under no_grad on the CPU the CRF decodes with `crf_decode_cpu` (numba or NumPy); with gradients on, with
+    the torch functions. Same tags, same confidences."""
     import piiner.modeling_piiner as modeling
 
     calls = []
-    numpy_viterbi = modeling.viterbi_decode_numpy
-    monkeypatch.setattr(modeling, "viterbi_decode_numpy", lambda *args: calls.append(1) or numpy_viterbi(*args))
+    cpu_decode = modeling.crf_decode_cpu
+    monkeypatch.setattr(modeling, "crf_decode_cpu", lambda *args: calls.append(1) or cpu_decode(*args))
     model = make_model(tiny_encoder_config).eval()
     with torch.no_grad():
         for parameter in model.crf.parameters():

@@ -87,7 +87,8 @@ print("REPORT " + json.dumps(report))
 '''
 
 SNAPSHOT_CODE = {
-    "configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "pii_schema.py", "pipeline_piiner.py",
+    "configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "crf_numba.py", "pii_schema.py",
+    "pipeline_piiner.py",
 }
 
 
