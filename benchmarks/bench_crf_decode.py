@@ -1,0 +1,66 @@
+"""The CRF decode at inference on the CPU (Viterbi tags + marginals), NumPy loops against the numba-compiled ones,
+on a saved model's real emissions for ~1,200-character documents, at batch 1 and 32. Prints a table.
+
+    .venv/bin/python benchmarks/bench_crf_decode.py --model runs/quickstart --threads 1
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_inference import _load_tokenizer, make_documents, set_threads  # noqa: E402
+
+from piiner.crf_numba import AVAILABLE  # noqa: E402
+from piiner.crf_piiner import crf_decode_cpu  # noqa: E402
+from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions  # noqa: E402
+from piiner.tokenization_utils import encode_texts  # noqa: E402
+
+
+def decode_inputs(model, tokenizer, batch, doc_chars):
+    enc = encode_texts(tokenizer, make_documents(batch, doc_chars), model.config)
+    ids, mask, chars = enc["input_ids"][:batch], enc["attention_mask"][:batch], enc["char_ids"][:batch]
+    with torch.inference_mode():
+        hidden = model.piiner(ids, mask, char_ids=chars).last_hidden_state
+        emissions = torch.log_softmax(model.classifier(hidden).float(), dim=-1)
+    return (emissions, crf_positions(mask, chars), *model.crf.constrained_transitions())
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="saved piiner model folder")
+    p.add_argument("--doc-chars", type=int, default=1200)
+    p.add_argument("--batches", default="1,32")
+    p.add_argument("--rounds", type=int, default=15, help="timed calls per cell (median reported)")
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    set_threads(args.threads)
+    model = PiiNerForTokenClassification.from_pretrained(args.model).eval()
+    tokenizer = _load_tokenizer(args.model, model.config)
+    ways = [("NumPy", False)] + ([("numba", True)] if AVAILABLE else [])
+    print(f"| batch x tokens | {' | '.join(f'{name} ms' for name, _ in ways)} |")
+    print(f"|---|{'---|' * len(ways)}")
+    for batch in map(int, args.batches.split(",")):
+        inputs = decode_inputs(model, tokenizer, batch, args.doc_chars)
+        cells = []
+        for _, compiled in ways:
+            crf_decode_cpu(*inputs, compiled=compiled)  # warm-up (and numba's compile or cache load)
+            times = []
+            for _ in range(args.rounds):
+                started = time.perf_counter()
+                crf_decode_cpu(*inputs, compiled=compiled)
+                times.append(time.perf_counter() - started)
+            cells.append(f"{1000 * statistics.median(times):.1f}")
+        print(f"| {inputs[0].shape[0]} x {inputs[0].shape[1]} | {' | '.join(cells)} |")
+    if not AVAILABLE:
+        print("numba is not installed: only the NumPy loops were timed")
+
+
+if __name__ == "__main__":
+    main()
