@@ -1,11 +1,12 @@
 """Compiled CRF inference loops for the CPU, used by `crf_piiner` when numba is installed (optional).
 
 The NumPy decoders in `crf_piiner` pay a few NumPy calls per position: at batch 1 on a 1,200-character text that
-is most of their ~15 ms. These are the same two recursions as plain loops compiled by numba, one row at a time
-and only over the allowed predecessors of each label (an "I-X" label has two), so a row of a few hundred tokens
-decodes in well under a millisecond. Same arithmetic as the NumPy versions: float32 max-plus for Viterbi (ties go
-to the lower label), float64 forward-backward scaled at every real position for the marginals.
-Without numba `AVAILABLE` is False and nothing here is called.
+is most of their ~10 ms. These are the same two recursions as plain loops compiled by numba, one row at a time:
+Viterbi reads only the allowed predecessors of an "I-X" label (two) and, for the other labels, only the labels
+within the transition spread of the step's best (exact, as in the NumPy version); the forward-backward pass runs
+dense dot products. A row of a few hundred tokens decodes in about a millisecond. Same arithmetic as the NumPy
+versions: float32 max-plus for Viterbi (ties go to the lower label), float64 forward-backward scaled at every real
+position for the marginals. Without numba `AVAILABLE` is False and nothing here is called.
 """
 
 import numpy as np
@@ -163,25 +164,16 @@ def _marginal_rows(emissions, mask, start_factors, factors, end_factors, margina
     return True
 
 
-def allowed_sources(allowed):
-    """`(sources, counts)`: for each label (row of `allowed[to, from]`), the labels it may be reached from, in
-    order, then padding; the loops read `sources[to, :counts[to]]`."""
-    counts = allowed.sum(axis=1).astype(np.int64)
-    sources = np.argsort(~allowed, axis=1, kind="stable")[:, : max(int(counts.max()), 1)]
-    return np.ascontiguousarray(sources), counts
-
-
-def viterbi(emissions, mask, start, transitions, end, allowed):
+def viterbi(emissions, mask, start, transitions, end, sources, source_counts, spread):
     """Best path per row: `(tags (batch, seq_len) int64 with -100 off the mask, scores (batch,) float32)`. Inputs are
-    the float32 / bool arrays of `crf_piiner.viterbi_decode_numpy`; `allowed[to, from]` marks allowed moves."""
+    the float32 / bool arrays of `crf_piiner.viterbi_decode_numpy`, `sources[to, :source_counts[to]]` the labels
+    `to` may follow, and `spread` the largest spread of transition scores into a label every label may precede (see
+    `crf_piiner._viterbi_compiled`, which prepares them)."""
     batch, seq_len, _ = emissions.shape
     tags = np.empty((batch, seq_len), dtype=np.int64)
     scores = np.empty(batch, dtype=np.float32)
-    sources, counts = allowed_sources(allowed)
-    dense = counts == allowed.shape[1]
-    spread = float((transitions[dense].max(axis=1) - transitions[dense].min(axis=1)).max()) if dense.any() else 0.0
     _viterbi_rows(np.ascontiguousarray(emissions), np.ascontiguousarray(mask), start, np.ascontiguousarray(transitions),
-                  end, sources, counts, np.float32(spread), tags, scores)
+                  end, np.ascontiguousarray(sources), source_counts, np.float32(spread), tags, scores)
     return tags, scores
 
 

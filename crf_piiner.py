@@ -421,6 +421,12 @@ def _numpy_max_tables(transitions):
     return perm, dense_count, transitions, predecessors.numpy(), scores.numpy()
 
 
+def _dense_spread(dense_scores):
+    """The largest spread (max - min) of transition scores over rows `dense_scores[to, from]` of labels every label
+    may precede: a label more than this below a step's best cannot win those labels' max (0 with no such row)."""
+    return float((dense_scores.max(axis=1) - dense_scores.min(axis=1)).max()) if len(dense_scores) else 0.0
+
+
 # Batches from this size on skip, at each Viterbi step, the labels too far below a row's best to matter.
 _PRUNE_MIN_BATCH = 8
 
@@ -482,7 +488,7 @@ def viterbi_decode_numpy(emissions, mask, start, transitions, end):
     # that row's max (it would end below best + the row's smallest transition), so only the labels near each batch
     # row's best are read. Trained CRFs have spreads well under 1 nat, which leaves a handful of labels per step.
     # The tolerance keeps float32 near-ties in.
-    spread = float((dense_scores.max(axis=1) - dense_scores.min(axis=1)).max()) if dense_count else 0.0
+    spread = _dense_spread(dense_scores)
     prune = batch >= _PRUNE_MIN_BATCH  # at batch 1 the extra operations cost more than the labels they skip
     # The k-th allowed predecessor of every "I-" label, as a slice where the labels line up (BIO: "B-X" then
     # "I-X" for X in order), so the gather is a view.
@@ -635,9 +641,7 @@ def crf_decode_cpu(emissions, mask, start, transitions, end, compiled: bool | No
         `(tags, marginals)` as NumPy arrays: (batch, seq_len) int64 with -100 off the mask, and (batch, seq_len,
         num_labels) float64, 0 off the mask.
     """
-    import numpy as np
-
-    from .crf_numba import AVAILABLE, marginals, viterbi
+    from .crf_numba import AVAILABLE, marginals
 
     if compiled is None:
         compiled = AVAILABLE
@@ -646,11 +650,25 @@ def crf_decode_cpu(emissions, mask, start, transitions, end, compiled: bool | No
     if not compiled:
         tags, _ = viterbi_decode_numpy(emissions, mask, start, transitions, end)
         return tags, crf_marginals_numpy(emissions, mask, start, transitions, end)
-    arrays = _numpy_inputs(emissions, mask, start, transitions, end, np.float32)
-    tags, _ = viterbi(*arrays, allowed=arrays[3] > FORBIDDEN_SCORE / 2)
+    tags, _ = _viterbi_compiled(emissions, mask, start, transitions, end)
     emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end)
     factors, start_factors, end_factors = _probability_factors(start, transitions, end)
     result = marginals(emissions, mask, start_factors, factors, end_factors)
     if result is None:
         result = _marginals_shifted(emissions, mask, start, transitions, end)
     return tags, result
+
+
+def _viterbi_compiled(emissions, mask, start, transitions, end):
+    """`viterbi_decode_numpy` with `crf_numba`'s loop: `(tags, best path scores)`. The predecessor tables are the
+    ones `_padded_neighbours` makes for the torch and NumPy versions (labels numbered as given, none moved)."""
+    import numpy as np
+
+    from .crf_numba import viterbi
+
+    emissions, mask, start, transitions, end = _numpy_inputs(emissions, mask, start, transitions, end, np.float32)
+    allowed = transitions > FORBIDDEN_SCORE / 2  # [to, from]
+    sources, _ = _padded_neighbours(torch.from_numpy(allowed), torch.from_numpy(transitions))
+    counts = allowed.sum(axis=1)
+    spread = _dense_spread(transitions[counts == allowed.shape[1]])
+    return viterbi(emissions, mask, start, transitions, end, sources.numpy(), counts, spread)

@@ -11,14 +11,14 @@ import torch
 
 from conftest import REPO_ROOT
 
-from piiner import crf_numba, crf_piiner
+from piiner import crf_piiner
 from piiner.pii_schema import LABELS
 
 from piiner.crf_piiner import (
     FORBIDDEN_SCORE,
     PiiNerCRF,
     _marginals_shifted,
-    _numpy_inputs,
+    _viterbi_compiled,
     bio_constraints,
     crf_decode_cpu,
     crf_log_partition,
@@ -87,8 +87,7 @@ def decode(implementation, emissions, start, transitions, end):
         return tags, best_scores, crf_marginals(emissions, MASK, start, transitions, end)
     if implementation == "numba":  # compiled loops; the marginals fall back to the shifted pass at scale 300
         pytest.importorskip("numba")
-        arrays = _numpy_inputs(emissions, MASK, start, transitions, end, np.float32)
-        _, best_scores = crf_numba.viterbi(*arrays, allowed=arrays[3] > FORBIDDEN_SCORE / 2)
+        _, best_scores = _viterbi_compiled(emissions, MASK, start, transitions, end)
         tags, marginals = crf_decode_cpu(emissions, MASK, start, transitions, end, compiled=True)
         return torch.from_numpy(tags), torch.from_numpy(best_scores), torch.from_numpy(marginals)
     tags, best_scores = viterbi_decode_numpy(emissions, MASK, start, transitions, end)
