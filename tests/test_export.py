@@ -192,3 +192,20 @@ def test_deberta_encoder_exports(tmp_path):
     with torch.no_grad():
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], char_ids=batch["char_ids"])
     assert torch.equal(torch.from_numpy(got["decoded_tags"]), out.decoded_tags)
+
+
+def test_session_benchmark_compares_optimizer_sets(exported, capsys):
+    """benchmarks/bench_onnx_session.py (the measurement behind `DISABLED_OPTIMIZERS`) times every graph with
+    onnxruntime's defaults and with the optimizers turned off, on the same inputs, and reports the output gap."""
+    from benchmarks.bench_onnx_session import main
+
+    _, _, _, onnx_dir = exported
+    quantize_int8(onnx_dir)
+    main(["--onnx-dir", str(onnx_dir), "--doc-chars", "300", "--rounds", "2", "--disable", "SkipLayerNormFusion"])
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| model")]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("| model.onnx", "onnxruntime defaults"), ("| model.onnx", "off: SkipLayerNormFusion"),
+        ("| model.int8.onnx", "onnxruntime defaults"), ("| model.int8.onnx", "off: SkipLayerNormFusion"),
+    ]
+    # fp32: turning a fusion off changes float rounding only.
+    assert float(rows[1][4].rstrip(" |")) < 1e-3

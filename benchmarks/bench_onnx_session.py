@@ -1,0 +1,102 @@
+"""onnxruntime's graph optimisations on an exported piiner graph: the graph call on ~1,200-character documents with
+onnxruntime's defaults and with `export.onnx_runtime.DISABLED_OPTIMIZERS` turned off (or any set given), calls
+interleaved so machine noise hits every variant alike. Prints a table, and the top operators by kernel time when
+asked (`--profile`).
+
+    .venv/bin/python benchmarks/bench_onnx_session.py --onnx-dir runs/quickstart/onnx --threads 1
+"""
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import onnxruntime
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_inference import make_documents  # noqa: E402
+
+from export.onnx_export import INPUT_NAMES, graph_inputs  # noqa: E402
+from export.onnx_runtime import DISABLED_OPTIMIZERS, OnnxPiiNer  # noqa: E402
+from piiner.tokenization_utils import encode_texts  # noqa: E402
+
+
+def session(path, threads, disabled, profile=False):
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.enable_profiling = profile
+    return onnxruntime.InferenceSession(
+        str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled)
+    )
+
+
+def top_operators(path, threads, disabled, feeds, calls, k):
+    """Kernel milliseconds per call by operator type, from onnxruntime's profiler."""
+    sess = session(path, threads, disabled, profile=True)
+    for _ in range(calls):
+        sess.run(None, feeds)
+    trace = sess.end_profiling()
+    with open(trace) as f:
+        events = json.load(f)
+    os.remove(trace)
+    per_op = collections.Counter()
+    for event in events:
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            per_op[event["args"]["op_name"]] += event["dur"] / 1000 / calls
+    return per_op.most_common(k)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--onnx-dir", required=True, help="an export folder (export_onnx.py export)")
+    p.add_argument("--graphs", default="model.onnx,model.int8.onnx", help="graph files in --onnx-dir")
+    p.add_argument("--disable", default=",".join(DISABLED_OPTIMIZERS),
+                   help="optimizers to turn off in the second variant (default: the ones OnnxPiiNer turns off)")
+    p.add_argument("--doc-chars", type=int, default=1200)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=30, help="timed calls per variant (median reported)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--profile", type=int, default=0, metavar="K", help="also print the K slowest operator types")
+    args = p.parse_args(argv)
+    disabled = [name for name in args.disable.split(",") if name]
+    graphs = [name for name in args.graphs.split(",") if os.path.isfile(os.path.join(args.onnx_dir, name))]
+    if not graphs:
+        p.error(f"none of {args.graphs} is in {args.onnx_dir}")
+    finder = OnnxPiiNer(args.onnx_dir, onnx_file=graphs[0], num_threads=1)
+    enc = encode_texts(finder.tokenizer, make_documents(args.batch, args.doc_chars), finder.config)
+    rows = slice(0, args.batch)
+    feeds = dict(zip(INPUT_NAMES, graph_inputs(enc["input_ids"][rows], enc["attention_mask"][rows],
+                                               enc["char_ids"][rows])))
+    variants = [(graph, label, off) for graph in graphs
+                for label, off in (("onnxruntime defaults", []), (f"off: {', '.join(disabled)}", disabled))]
+    sessions = [session(os.path.join(args.onnx_dir, graph), args.threads, off) for graph, _, off in variants]
+    reference = [s.run(None, feeds)[0] for s in sessions]
+    times = [[] for _ in sessions]
+    for _ in range(args.rounds):
+        for i, sess in enumerate(sessions):
+            started = time.perf_counter()
+            sess.run(None, feeds)
+            times[i].append(time.perf_counter() - started)
+    shape = tuple(enc["input_ids"][rows].shape)
+    print(f"# {args.batch} x {shape[1]} tokens, {args.threads} thread(s), onnxruntime {onnxruntime.__version__}, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print("| graph | optimisations | median ms | p25 ms | max abs emission gap to defaults |")
+    print("|---|---|---|---|---|")
+    for i, (graph, label, _) in enumerate(variants):
+        gap = float(np.abs(reference[i] - reference[i - i % 2]).max())
+        print(f"| {graph} | {label} | {1000 * statistics.median(times[i]):.1f} | "
+              f"{1000 * np.percentile(times[i], 25):.1f} | {gap:.2g} |")
+    if args.profile:
+        for graph, label, off in variants:
+            ops = top_operators(os.path.join(args.onnx_dir, graph), args.threads, off, feeds, 10, args.profile)
+            print(f"\n{graph}, {label}: " + ", ".join(f"{op} {ms:.2f} ms" for op, ms in ops))
+
+
+if __name__ == "__main__":
+    main()
