@@ -614,7 +614,8 @@ def _negative_misc(rng, fake):
 
 # Form names, code systems and department abbreviations that sit next to PII in paperwork and are not PII.
 _FORM_CODES = ("W-2", "W-4", "W-8BEN", "1099-NEC", "1099-MISC", "I-9", "DS-11", "SF-86", "SSA-89", "CMS-1500",
-               "UB-04", "CPT", "HL7", "HIPAA", "SOC 2", "HR", "IT", "PTO", "KYC", "AML", "NDA", "MSA", "Form 8821")
+               "UB-04", "CPT", "HL7", "HIPAA", "ICD-10", "ICD-10-CM", "SNOMED CT", "DSM-5", "LOINC", "SOC 2", "HR",
+               "IT", "PTO", "KYC", "AML", "NDA", "MSA", "Form 8821")
 
 
 def _negative_code(rng, fake):
