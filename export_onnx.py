@@ -40,7 +40,7 @@ def cmd_export(args):
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB, {time.perf_counter() - started:.0f} s, "
           "verified against PyTorch)")
     if args.int8:
-        int8 = quantize_int8(path, per_channel=args.per_channel)
+        int8 = quantize_int8(path, per_channel=not args.per_tensor)
         print(f"wrote {int8} ({int8.stat().st_size / 2**20:.1f} MiB)")
 
 
@@ -92,7 +92,8 @@ def parse_args(argv=None):
     e.add_argument("model", help="saved piiner model folder")
     e.add_argument("--out", help="export folder (default: MODEL/onnx)")
     e.add_argument("--int8", action="store_true", help="also write the dynamic int8 copy model.int8.onnx")
-    e.add_argument("--per-channel", action="store_true", help="int8 scales per output channel")
+    e.add_argument("--per-tensor", action="store_true",
+                   help="one int8 scale per weight matrix (default: one per output channel)")
     e.add_argument("--opset", type=int, default=18)
     e.add_argument("--decode-in-graph", action="store_true",
                    help="Viterbi and marginals inside the graph as Scan loops (portable, slower) instead of emissions "
