@@ -209,3 +209,22 @@ def test_session_benchmark_compares_optimizer_sets(exported, capsys):
     ]
     # fp32: turning a fusion off changes float rounding only.
     assert float(rows[1][4].rstrip(" |")) < 1e-3
+
+
+def test_finder_runs_the_text_side_on_one_torch_thread_and_restores_the_setting(exported, monkeypatch):
+    _, _, _, onnx_dir = exported
+    finder = OnnxPiiNer(onnx_dir)
+    seen = []
+    run = finder.run
+    monkeypatch.setattr(finder, "run", lambda *args: seen.append(torch.get_num_threads()) or run(*args))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        finder(TEXTS)
+        assert seen and set(seen) == {1}
+        assert torch.get_num_threads() == 2
+        with pytest.raises(TypeError):
+            finder([TEXTS[0], 3])  # an error inside still restores torch's setting
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
