@@ -25,8 +25,8 @@ quickstart: install
 		--save-predictions runs/quickstart/pred_test.jsonl
 	$(PY) demo.py --model runs/quickstart
 
-# The reference model (README "Reference model"): ~1.5-2 h on 2 CPU cores. Trains on a wider synthetic corpus for
-# 5,000 steps, then scores each held-out source against Presidio and the regex baseline in the same run and adds
+# The reference model (README "Reference model"): ~70 min on 2 CPU cores. Trains on a wider synthetic corpus for
+# 3,500 steps, then scores each held-out source against Presidio and the regex baseline in the same run and adds
 # those reports to the model card.
 REF := runs/reference
 reference: install
