@@ -31,8 +31,8 @@ from piiner.tokenization_utils import decode_entities, encode_texts, merge_windo
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual
 # add and layer norm into one SkipLayerNormalization kernel, which is slower here than the plain Add +
-# LayerNormalization it replaces: batch 1 x 347 tokens, 1 thread, onnxruntime 1.31, int8 57.2 -> 50.3 ms and fp32
-# 108.1 -> 101.4 ms with it off (median of 30 interleaved calls; the outputs agree to 1e-5 in fp32).
+# LayerNormalization it replaces: batch 1 x 347 tokens, 1 thread, onnxruntime 1.31, int8 55.9 -> 48.9 ms and fp32
+# 105.3 -> 99.0 ms with it off (`benchmarks/bench_onnx_session.py --threads 1`; fp32 outputs agree to 2e-5).
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 
 
