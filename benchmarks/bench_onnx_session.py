@@ -23,22 +23,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_inference import make_documents  # noqa: E402
 
 from export.onnx_export import INPUT_NAMES, graph_inputs  # noqa: E402
-from export.onnx_runtime import DISABLED_OPTIMIZERS, OnnxPiiNer  # noqa: E402
+from export.onnx_runtime import DISABLED_OPTIMIZERS, OnnxPiiNer, cpu_session  # noqa: E402
 from piiner.tokenization_utils import encode_texts  # noqa: E402
-
-
-def session(path, threads, disabled, profile=False):
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.enable_profiling = profile
-    return onnxruntime.InferenceSession(
-        str(path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled)
-    )
 
 
 def top_operators(path, threads, disabled, feeds, calls, k):
     """Kernel milliseconds per call by operator type, from onnxruntime's profiler."""
-    sess = session(path, threads, disabled, profile=True)
+    sess = cpu_session(path, threads, disabled, profile=True)
     for _ in range(calls):
         sess.run(None, feeds)
     trace = sess.end_profiling()
@@ -75,7 +66,7 @@ def main(argv=None):
                                                enc["char_ids"][rows])))
     variants = [(graph, label, off) for graph in graphs
                 for label, off in (("onnxruntime defaults", []), (f"off: {', '.join(disabled)}", disabled))]
-    sessions = [session(os.path.join(args.onnx_dir, graph), args.threads, off) for graph, _, off in variants]
+    sessions = [cpu_session(os.path.join(args.onnx_dir, graph), args.threads, off) for graph, _, off in variants]
     reference = [s.run(None, feeds)[0] for s in sessions]
     times = [[] for _ in sessions]
     for _ in range(args.rounds):

@@ -36,6 +36,18 @@ from piiner.tokenization_utils import decode_entities, encode_texts, merge_windo
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 
 
+def cpu_session(onnx_path, num_threads=None, disabled_optimizers=DISABLED_OPTIMIZERS, profile=False):
+    """An onnxruntime CPU session on `onnx_path` with `num_threads` intra-op threads (default: onnxruntime's, one
+    per core) and the given graph optimisations turned off (default: `DISABLED_OPTIMIZERS`)."""
+    options = onnxruntime.SessionOptions()
+    if num_threads:
+        options.intra_op_num_threads = num_threads
+    options.enable_profiling = profile
+    return onnxruntime.InferenceSession(
+        str(onnx_path), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled_optimizers)
+    )
+
+
 @contextmanager
 def torch_single_threaded():
     """
@@ -79,12 +91,7 @@ class OnnxPiiNer:
             # The config is passed so AutoTokenizer does not resolve the remote-code config again (and ask to trust it).
             tokenizer = AutoTokenizer.from_pretrained(model_dir, config=self.config)
         self.tokenizer = tokenizer
-        options = onnxruntime.SessionOptions()
-        if num_threads:
-            options.intra_op_num_threads = num_threads
-        self.session = onnxruntime.InferenceSession(
-            str(onnx_path), options, providers=["CPUExecutionProvider"], disabled_optimizers=DISABLED_OPTIMIZERS
-        )
+        self.session = cpu_session(onnx_path, num_threads)
         inputs = [i.name for i in self.session.get_inputs()]
         outputs = [o.name for o in self.session.get_outputs()]
         known = [names for names in (CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES) if set(names) <= set(outputs)]
