@@ -245,4 +245,13 @@ def hub_base_model(model_args):
 
 
 if __name__ == "__main__":
-    main()
+    trainer = main()
+    if trainer.args.world_size > 1:
+        # Leave without running destructors. On torch 2.13 the gloo process group, freed late by DDP's reducer,
+        # joins its worker threads while holding the GIL; a worker still releasing a finished all-gather's tensors
+        # needs the GIL, and the rank hangs forever (seen about once in 20 two-rank runs). Everything is written
+        # and the group was destroyed by main().
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(0)

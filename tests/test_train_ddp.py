@@ -41,7 +41,11 @@ def test_two_rank_ddp_matches_one_process_on_the_same_global_batch(tmp_path):
         *train_argv(backbone, data, ddp, *common, "--per_device_train_batch_size", "2"),
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    try:
+        result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as hung:  # show where the ranks got to, not only the command line
+        output = (hung.stdout or b"").decode(errors="replace")[-3000:] + (hung.stderr or b"").decode(errors="replace")
+        pytest.fail(f"two-rank run still running after {hung.timeout} s; its output ends:\n{output[-6000:]}")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
 
     ranks = []
