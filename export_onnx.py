@@ -28,7 +28,7 @@ def load_texts(data, split, limit):
 def cmd_export(args):
     from transformers import AutoTokenizer
 
-    from export.onnx_export import export_onnx
+    from export.onnx_export import DEFAULT_OPSET, export_onnx
     from export.quantize import quantize_int8
     from piiner.modeling_piiner import PiiNerForTokenClassification
 
@@ -36,7 +36,7 @@ def cmd_export(args):
     tokenizer = AutoTokenizer.from_pretrained(args.model, config=model.config)
     out = Path(args.out or Path(args.model) / "onnx")
     started = time.perf_counter()
-    path = export_onnx(model, out, tokenizer=tokenizer, opset_version=args.opset, decode_in_graph=args.decode_in_graph)
+    path = export_onnx(model, out, tokenizer=tokenizer, opset_version=args.opset or DEFAULT_OPSET, decode_in_graph=args.decode_in_graph)
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB, {time.perf_counter() - started:.0f} s, "
           "verified against PyTorch)")
     if args.int8:
@@ -94,7 +94,7 @@ def parse_args(argv=None):
     e.add_argument("--int8", action="store_true", help="also write the dynamic int8 copy model.int8.onnx")
     e.add_argument("--per-tensor", action="store_true",
                    help="one int8 scale per weight matrix (default: one per output channel)")
-    e.add_argument("--opset", type=int, default=18)
+    e.add_argument("--opset", type=int, help="ONNX opset (default: export.onnx_export.DEFAULT_OPSET, 20)")
     e.add_argument("--decode-in-graph", action="store_true",
                    help="Viterbi and marginals inside the graph as Scan loops (portable, slower) instead of emissions "
                         "+ CRF scores decoded by the runtime")

@@ -211,6 +211,32 @@ def test_session_benchmark_compares_optimizer_sets(exported, capsys):
     assert float(rows[1][4].rstrip(" |")) < 1e-3
 
 
+def test_interleaved_benchmark_times_both_systems_in_turn_on_the_same_documents(exported, monkeypatch):
+    """bench_inference.py --interleaved: pipeline and int8 graph in one process, in alternating blocks over the same
+    documents, the order swapped every round, so that both meet the same spells of a noisy machine."""
+    from benchmarks import bench_inference
+
+    _, _, model_dir, onnx_dir = exported
+    quantize_int8(onnx_dir)
+    calls, build = [], bench_inference.build_system
+
+    def recording_build(name, *args):
+        run = build(name, *args)
+        return lambda docs: calls.append((name, docs)) or run(docs)
+
+    monkeypatch.setattr(bench_inference, "build_system", recording_build)
+    latencies = bench_inference.interleaved_speedup(str(model_dir), str(onnx_dir), None, 2, calls_per_block=2,
+                                                    pause_s=0)
+    assert {name: [len(block) for block in times] for name, times in latencies.items()} == {
+        "piiner": [2, 2], "onnx-int8": [2, 2]}
+    # Per block: one untimed call, then the timed ones, one document each.
+    assert [name for name, _ in calls] == ["piiner"] * 3 + ["onnx-int8"] * 6 + ["piiner"] * 3
+    assert all(len(docs) == 1 for _, docs in calls)
+    timed = [docs[0] for i, (_, docs) in enumerate(calls) if i % 3]
+    assert timed[:2] == timed[2:4] and timed[4:6] == timed[6:] and timed[0] != timed[4]
+    assert all(1000 <= len(doc) <= 1400 for doc in timed)
+
+
 def test_finder_runs_the_text_side_on_one_torch_thread_and_restores_the_setting(exported, monkeypatch):
     _, _, _, onnx_dir = exported
     finder = OnnxPiiNer(onnx_dir)
