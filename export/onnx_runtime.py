@@ -21,13 +21,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime
 import torch
 
 from export.onnx_export import CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES, INPUT_NAMES, ONNX_FILE, graph_inputs
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_piiner import crf_decode_cpu
-from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows
+from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual
 # add and layer norm into one SkipLayerNormalization kernel, which is slower here than the plain Add +
@@ -67,6 +68,13 @@ def torch_single_threaded():
         torch.set_num_threads(threads)
 
 
+def quantizes_activations(onnx_path) -> bool:
+    """Whether the graph quantises activations at run time (`quantize_dynamic`'s DynamicQuantizeLinear or fused
+    DynamicQuantizeMatMul): then one scale covers all the windows of a call."""
+    graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    return any(node.op_type in ("DynamicQuantizeLinear", "DynamicQuantizeMatMul") for node in graph.node)
+
+
 class OnnxPiiNer:
     """
     Entity finder over an exported graph (`export.onnx_export.export_onnx`, optionally quantised by
@@ -77,9 +85,24 @@ class OnnxPiiNer:
         onnx_file (`str`, defaults to `"model.onnx"`): the graph inside `model_dir` (e.g. `"model.int8.onnx"`).
         tokenizer: a fast tokenizer to use instead of the one saved in `model_dir`.
         num_threads (`int`, *optional*): onnxruntime intra-op threads (default: onnxruntime's, one per core).
+        batch_quantized (`bool`, defaults to `False`): run an int8 graph on `batch_size` windows per call too.
+
+    A graph that quantises activations at run time (`model.int8.onnx`) runs one window per call, without padding:
+    its activation scales are taken over everything in the call, so windows batched together change each other's
+    entities (13 of 320 quickstart test texts differed between batch 32 and batch 1). One window per call is also
+    faster from about 1,000 characters on, and slower on short texts (~200 characters: about a quarter fewer texts
+    per second); `batch_quantized=True` trades the independence for that speed. A float graph runs `batch_size`
+    windows per call.
     """
 
-    def __init__(self, model_dir, onnx_file: str = ONNX_FILE, tokenizer=None, num_threads: int | None = None):
+    def __init__(
+        self,
+        model_dir,
+        onnx_file: str = ONNX_FILE,
+        tokenizer=None,
+        num_threads: int | None = None,
+        batch_quantized: bool = False,
+    ):
         model_dir = Path(model_dir)
         onnx_path = model_dir / onnx_file
         if not onnx_path.is_file():
@@ -102,6 +125,7 @@ class OnnxPiiNer:
             )
         self.output_names = list(known[0])
         self.decode_in_graph = known[0] == DECODED_OUTPUT_NAMES
+        self.one_window_per_call = quantizes_activations(onnx_path) and not batch_quantized
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
         """One graph call on already-encoded windows (tensors or arrays, the model's inputs); returns `emissions`,
@@ -122,7 +146,7 @@ class OnnxPiiNer:
         the pipeline's `aggregation_strategy="simple"` output.
 
         Args:
-            batch_size: texts encoded together, and windows per graph call.
+            batch_size: texts encoded together, and windows per call of a float graph.
             max_length, stride: the windowing of `tokenization_utils.encode_texts` (defaults as the pipeline's).
         """
         single = isinstance(texts, str)
@@ -139,13 +163,19 @@ class OnnxPiiNer:
         encoding = encode_texts(self.tokenizer, texts, self.config, max_length=max_length, stride=stride)
         windows_of = defaultdict(list)
         samples = encoding["overflow_to_sample_mapping"].tolist()
-        for first in range(0, len(samples), batch_size):
-            rows = slice(first, first + batch_size)
-            out = self.run(encoding["input_ids"][rows], encoding["attention_mask"][rows], encoding["char_ids"][rows])
+        per_call = 1 if self.one_window_per_call else batch_size
+        for first in range(0, len(samples), per_call):
+            rows, cols = slice(first, first + per_call), slice(None)
+            if per_call == 1:  # without the padding the window got from the longest window encoded with it
+                real = encoding["attention_mask"][first].nonzero()
+                cols = slice(int(real[0]), int(real[-1]) + 1)
+            char_ids = trim_char_ids(encoding["char_ids"][rows, cols], min_chars=max(self.config.char_kernel_sizes))
+            out = self.run(encoding["input_ids"][rows, cols], encoding["attention_mask"][rows, cols], char_ids)
             for i, sample in enumerate(samples[rows]):
-                windows_of[sample].append(
-                    (encoding["offset_mapping"][first + i], out["decoded_tags"][i].tolist(), out["tag_scores"][i].tolist())
-                )
+                windows_of[sample].append((
+                    encoding["offset_mapping"][first + i, cols], out["decoded_tags"][i].tolist(),
+                    out["tag_scores"][i].tolist(),
+                ))
         type_to_tier = self.config.type_to_tier or {}
         entities = []
         for sample, text in enumerate(texts):

@@ -237,6 +237,29 @@ def test_interleaved_benchmark_times_both_systems_in_turn_on_the_same_documents(
     assert all(1000 <= len(doc) <= 1400 for doc in timed)
 
 
+def test_int8_graph_runs_one_unpadded_window_per_call_so_batching_cannot_change_entities(exported):
+    _, _, _, onnx_dir = exported
+    quantize_int8(onnx_dir)
+    shapes = {}
+    for name, options in (("fp32", {}), ("int8", {"onnx_file": "model.int8.onnx"}),
+                          ("int8 batched", {"onnx_file": "model.int8.onnx", "batch_quantized": True})):
+        finder = OnnxPiiNer(onnx_dir, **options)
+        calls, run = [], finder.run
+        finder.run = lambda ids, mask, chars, run=run, calls=calls: calls.append(mask.clone()) or run(ids, mask, chars)
+        batched = finder(TEXTS, batch_size=8)
+        shapes[name] = [tuple(mask.shape) for mask in calls]
+        if name == "int8":
+            assert all(bool(mask.all()) for mask in calls), "an int8 call saw padding"
+        alone = [finder(text) for text in TEXTS]
+        # Batched int8 windows share activation scales: the very thing one window per call avoids.
+        assert (batched == alone) is (name != "int8 batched"), name
+    windows = sum(shape[0] for shape in shapes["fp32"])
+    assert len(shapes["fp32"]) == 1 and len(shapes["int8 batched"]) == 1
+    assert [shape[0] for shape in shapes["int8"]] == [1] * windows
+    # One text is longer than the tiny tokenizer's window: a short text's window had padding in the batched call.
+    assert len({shape[1] for shape in shapes["int8"]}) > 1
+
+
 def test_finder_runs_the_text_side_on_one_torch_thread_and_restores_the_setting(exported, monkeypatch):
     _, _, _, onnx_dir = exported
     finder = OnnxPiiNer(onnx_dir)
