@@ -5,9 +5,11 @@
         --out runs/quickstart/onnx/pred_int8_test.jsonl
     python evaluate_model.py --predictions runs/quickstart/onnx/pred_int8_test.jsonl --data data/quickstart --split test
     python export_onnx.py compare runs/quickstart runs/quickstart/onnx --data data/quickstart --split test --limit 500
+    python export_onnx.py batch-check runs/quickstart/onnx --file model.int8.onnx --data data/quickstart --limit 320
 
 `predict` writes the JSONL that `evaluate_model.py --predictions` scores, so the fp32 and int8 graphs are scored
-exactly as the PyTorch model is. `compare` checks that the graph yields the entities of the PyTorch pipeline.
+exactly as the PyTorch model is. `compare` checks that the graph yields the entities of the PyTorch pipeline;
+`batch-check` that a text gets the same entities in a batch as alone (exit status 1 if not).
 """
 
 import argparse
@@ -81,6 +83,21 @@ def cmd_compare(args):
     return 1 if differing and args.file == "model.onnx" else 0
 
 
+def cmd_batch_check(args):
+    from export.onnx_runtime import OnnxPiiNer
+
+    texts = [r["text"] for r in load_texts(args.data, args.split, args.limit)]
+    finder = OnnxPiiNer(args.onnx_dir, onnx_file=args.file, batch_quantized=args.batch_quantized)
+    batched = finder(texts, batch_size=args.batch_size)
+    alone = finder(texts, batch_size=1)
+    differing = [i for i, (a, b) in enumerate(zip(batched, alone)) if _keys(a) != _keys(b)]
+    print(f"{len(texts) - len(differing)}/{len(texts)} texts with the same entities at batch {args.batch_size} as "
+          f"alone ({args.file}, {'one window' if finder.one_window_per_call else 'the batch'} per graph call)")
+    for i in differing[:5]:
+        print(f"  text {i}: batched {_keys(batched[i])}\n          alone   {_keys(alone[i])}")
+    return 1 if differing else 0
+
+
 def _keys(entities):
     return [(e["start"], e["end"], e["type"]) for e in entities]
 
@@ -99,7 +116,8 @@ def parse_args(argv=None):
                    help="Viterbi and marginals inside the graph as Scan loops (portable, slower) instead of emissions "
                         "+ CRF scores decoded by the runtime")
     for name, help_text in (("predict", "write predictions of a graph as JSONL for evaluate_model.py"),
-                            ("compare", "compare the graph's entities with the PyTorch pipeline's")):
+                            ("compare", "compare the graph's entities with the PyTorch pipeline's"),
+                            ("batch-check", "compare the graph's entities at --batch-size with one text per call")):
         s = sub.add_parser(name, help=help_text)
         if name == "compare":
             s.add_argument("model", help="the saved piiner model folder the graph was exported from")
@@ -109,6 +127,9 @@ def parse_args(argv=None):
         s.add_argument("--split", default="test")
         s.add_argument("--limit", type=int, help="first N rows only")
         s.add_argument("--batch-size", type=int, default=32)
+        if name == "batch-check":
+            s.add_argument("--batch-quantized", action="store_true",
+                           help="let an int8 graph batch windows (OnnxPiiNer(batch_quantized=True))")
         if name == "predict":
             s.add_argument("--out", required=True, help="JSONL to write")
     return p.parse_args(argv)
@@ -116,7 +137,9 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    handler = {"export": cmd_export, "predict": cmd_predict, "compare": cmd_compare}[args.command]
+    handler = {"export": cmd_export, "predict": cmd_predict, "compare": cmd_compare, "batch-check": cmd_batch_check}[
+        args.command
+    ]
     return handler(args) or 0
 
 

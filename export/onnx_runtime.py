@@ -89,10 +89,10 @@ class OnnxPiiNer:
 
     A graph that quantises activations at run time (`model.int8.onnx`) runs one window per call, without padding:
     its activation scales are taken over everything in the call, so windows batched together change each other's
-    entities (13 of 320 quickstart test texts differed between batch 32 and batch 1). One window per call is also
-    faster from about 1,000 characters on, and slower on short texts (~200 characters: about a quarter fewer texts
-    per second); `batch_quantized=True` trades the independence for that speed. A float graph runs `batch_size`
-    windows per call.
+    entities (`export_onnx.py batch-check --batch-quantized`: 13 of 320 quickstart test texts). One window per call
+    is also faster on texts of ~1,200 characters and more, and slower on short ones (~200 characters: 115 against
+    140 texts/s, `benchmarks/bench_inference.py --systems onnx-int8,onnx-int8-batched --batches 32`);
+    `batch_quantized=True` trades the independence for that speed. A float graph runs `batch_size` windows per call.
     """
 
     def __init__(

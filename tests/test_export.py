@@ -260,6 +260,23 @@ def test_int8_graph_runs_one_unpadded_window_per_call_so_batching_cannot_change_
     assert len({shape[1] for shape in shapes["int8"]}) > 1
 
 
+def test_batch_check_command_reports_texts_whose_entities_depend_on_the_batch(exported, tmp_path, capsys):
+    import json
+
+    from export_onnx import main
+
+    _, _, _, onnx_dir = exported
+    quantize_int8(onnx_dir)
+    data = tmp_path / "texts.jsonl"
+    data.write_text("".join(json.dumps({"text": text, "spans": []}) + "\n" for text in TEXTS))
+    common = ["batch-check", str(onnx_dir), "--file", "model.int8.onnx", "--data", str(data), "--batch-size", "8"]
+    assert main(common) == 0
+    assert capsys.readouterr().out.startswith(f"{len(TEXTS)}/{len(TEXTS)} texts with the same entities at batch 8")
+    assert main([*common, "--batch-quantized"]) == 1
+    out = capsys.readouterr().out
+    assert int(out.split("/")[0]) < len(TEXTS) and ": batched [" in out
+
+
 def test_finder_runs_the_text_side_on_one_torch_thread_and_restores_the_setting(exported, monkeypatch):
     _, _, _, onnx_dir = exported
     finder = OnnxPiiNer(onnx_dir)
