@@ -25,7 +25,14 @@ import onnx
 import onnxruntime
 import torch
 
-from export.onnx_export import CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES, INPUT_NAMES, ONNX_FILE, graph_inputs
+from export.onnx_export import (
+    ACTIVATION_QUANTIZATION_KEY,
+    CRF_OUTPUT_NAMES,
+    DECODED_OUTPUT_NAMES,
+    INPUT_NAMES,
+    ONNX_FILE,
+    graph_inputs,
+)
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_piiner import crf_decode_cpu
 from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows, trim_char_ids
@@ -68,9 +75,13 @@ def torch_single_threaded():
         torch.set_num_threads(threads)
 
 
-def quantizes_activations(onnx_path) -> bool:
+def quantizes_activations(session, onnx_path) -> bool:
     """Whether the graph quantises activations at run time (`quantize_dynamic`'s DynamicQuantizeLinear or fused
-    DynamicQuantizeMatMul): then one scale covers all the windows of a call."""
+    DynamicQuantizeMatMul): then one scale covers all the windows of a call. The graphs of `export` say which in
+    their metadata; any other graph is read again to look at its nodes (about as long as creating the session)."""
+    marked = session.get_modelmeta().custom_metadata_map.get(ACTIVATION_QUANTIZATION_KEY)
+    if marked is not None:
+        return marked == "dynamic"
     graph = onnx.load(str(onnx_path), load_external_data=False).graph
     return any(node.op_type in ("DynamicQuantizeLinear", "DynamicQuantizeMatMul") for node in graph.node)
 
@@ -125,7 +136,7 @@ class OnnxPiiNer:
             )
         self.output_names = list(known[0])
         self.decode_in_graph = known[0] == DECODED_OUTPUT_NAMES
-        self.one_window_per_call = quantizes_activations(onnx_path) and not batch_quantized
+        self.one_window_per_call = quantizes_activations(self.session, onnx_path) and not batch_quantized
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
         """One graph call on already-encoded windows (tensors or arrays, the model's inputs); returns `emissions`,

@@ -11,7 +11,7 @@ from pathlib import Path
 import onnx
 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-from export.onnx_export import ONNX_FILE
+from export.onnx_export import ACTIVATION_QUANTIZATION_KEY, ONNX_FILE
 
 
 INT8_ONNX_FILE = "model.int8.onnx"
@@ -51,6 +51,10 @@ def quantize_int8(
     annotations = [info for info in graph.graph.value_info if info.name not in weights]
     del graph.graph.value_info[:]
     graph.graph.value_info.extend(annotations)
+    marks = [prop for prop in graph.metadata_props if prop.key != ACTIVATION_QUANTIZATION_KEY]
+    del graph.metadata_props[:]
+    graph.metadata_props.extend(marks)
+    graph.metadata_props.add(key=ACTIVATION_QUANTIZATION_KEY, value="dynamic")  # quantize_dynamic keeps it
     with tempfile.TemporaryDirectory(dir=output_path.parent) as tmp:
         cleaned = Path(tmp) / model_path.name
         onnx.save(graph, str(cleaned))

@@ -260,6 +260,24 @@ def test_int8_graph_runs_one_unpadded_window_per_call_so_batching_cannot_change_
     assert len({shape[1] for shape in shapes["int8"]}) > 1
 
 
+def test_activation_quantization_is_read_from_the_metadata_and_from_the_nodes_alike(exported, tmp_path):
+    import onnx
+
+    from export.onnx_runtime import cpu_session, quantizes_activations
+
+    _, _, _, onnx_dir = exported
+    quantize_int8(onnx_dir)
+    for name, quantized in (("model.onnx", False), ("model.int8.onnx", True)):
+        path = onnx_dir / name
+        assert quantizes_activations(cpu_session(path), path) is quantized, name
+        unmarked = onnx.load(str(path))  # as a graph exported or quantised by other tools
+        del unmarked.metadata_props[:]
+        onnx.save(unmarked, str(tmp_path / name))
+        session = cpu_session(tmp_path / name)
+        assert not session.get_modelmeta().custom_metadata_map
+        assert quantizes_activations(session, tmp_path / name) is quantized, name
+
+
 def test_batch_check_command_reports_texts_whose_entities_depend_on_the_batch(exported, tmp_path, capsys):
     import json
 
