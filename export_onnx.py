@@ -38,7 +38,9 @@ def cmd_export(args):
     tokenizer = AutoTokenizer.from_pretrained(args.model, config=model.config)
     out = Path(args.out or Path(args.model) / "onnx")
     started = time.perf_counter()
-    path = export_onnx(model, out, tokenizer=tokenizer, opset_version=args.opset or DEFAULT_OPSET, decode_in_graph=args.decode_in_graph)
+    path = export_onnx(
+        model, out, tokenizer=tokenizer, opset_version=args.opset or DEFAULT_OPSET, decode_in_graph=args.decode_in_graph
+    )
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB, {time.perf_counter() - started:.0f} s, "
           "verified against PyTorch)")
     if args.int8:
@@ -75,11 +77,10 @@ def cmd_compare(args):
     tokenizer = AutoTokenizer.from_pretrained(args.model, config=model.config)
     expected = PiiNerTokenClassificationPipeline(model=model, tokenizer=tokenizer)(texts, batch_size=args.batch_size)
     got = OnnxPiiNer(args.onnx_dir, onnx_file=args.file)(texts, batch_size=args.batch_size)
-    differing = [i for i, (a, b) in enumerate(zip(expected, got)) if _keys(a) != _keys(b)]
+    differing = _differing(expected, got)
     print(f"{len(texts) - len(differing)}/{len(texts)} texts with identical entities "
           f"({sum(map(len, expected))} pipeline entities, {sum(map(len, got))} from {args.file})")
-    for i in differing[:5]:
-        print(f"  text {i}: pipeline {_keys(expected[i])}\n          onnx     {_keys(got[i])}")
+    _show(differing, expected, got, "pipeline", "onnx")
     return 1 if differing and args.file == "model.onnx" else 0
 
 
@@ -90,16 +91,27 @@ def cmd_batch_check(args):
     finder = OnnxPiiNer(args.onnx_dir, onnx_file=args.file, batch_quantized=args.batch_quantized)
     batched = finder(texts, batch_size=args.batch_size)
     alone = finder(texts, batch_size=1)
-    differing = [i for i, (a, b) in enumerate(zip(batched, alone)) if _keys(a) != _keys(b)]
+    differing = _differing(batched, alone)
     print(f"{len(texts) - len(differing)}/{len(texts)} texts with the same entities at batch {args.batch_size} as "
           f"alone ({args.file}, {'one window' if finder.one_window_per_call else 'the batch'} per graph call)")
-    for i in differing[:5]:
-        print(f"  text {i}: batched {_keys(batched[i])}\n          alone   {_keys(alone[i])}")
+    _show(differing, batched, alone, "batched", "alone")
     return 1 if differing else 0
 
 
 def _keys(entities):
     return [(e["start"], e["end"], e["type"]) for e in entities]
+
+
+def _differing(first, second):
+    """Indices of the texts whose (start, end, type) entities differ between two runs."""
+    return [i for i, (a, b) in enumerate(zip(first, second)) if _keys(a) != _keys(b)]
+
+
+def _show(differing, first, second, first_name, second_name, limit=5):
+    width = max(len(first_name), len(second_name))
+    for i in differing[:limit]:
+        print(f"  text {i}: {first_name:<{width}} {_keys(first[i])}\n{'':>{len(str(i)) + 9}}"
+              f"{second_name:<{width}} {_keys(second[i])}")
 
 
 def parse_args(argv=None):
