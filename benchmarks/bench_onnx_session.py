@@ -27,6 +27,9 @@ from export.onnx_runtime import DISABLED_OPTIMIZERS, OnnxPiiNer, cpu_session  # 
 from piiner.tokenization_utils import encode_texts  # noqa: E402
 
 
+BLOCK = 5  # calls of one variant in a row
+
+
 def top_operators(path, threads, disabled, feeds, calls, k):
     """Kernel milliseconds per call by operator type, from onnxruntime's profiler."""
     sess = cpu_session(path, threads, disabled, profile=True)
@@ -51,7 +54,8 @@ def main(argv=None):
                    help="optimizers to turn off in the second variant (default: the ones OnnxPiiNer turns off)")
     p.add_argument("--doc-chars", type=int, default=1200)
     p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=30, help="timed calls per variant (median reported)")
+    p.add_argument("--rounds", type=int, default=30,
+                   help=f"timed calls per variant, in blocks of {BLOCK} (median reported)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--profile", type=int, default=0, metavar="K", help="also print the K slowest operator types")
     args = p.parse_args(argv)
@@ -68,12 +72,16 @@ def main(argv=None):
                 for label, off in (("onnxruntime defaults", []), (f"off: {', '.join(disabled)}", disabled))]
     sessions = [cpu_session(os.path.join(args.onnx_dir, graph), args.threads, off) for graph, _, off in variants]
     reference = [s.run(None, feeds)[0] for s in sessions]
+    # Blocks of calls with a pause before each: an onnxruntime session's threads spin for a while after a call, and
+    # with more than one thread they would take a core from the next session.
     times = [[] for _ in sessions]
-    for _ in range(args.rounds):
+    for _ in range(max(1, args.rounds // BLOCK)):
         for i, sess in enumerate(sessions):
-            started = time.perf_counter()
-            sess.run(None, feeds)
-            times[i].append(time.perf_counter() - started)
+            time.sleep(0.1)
+            for _ in range(BLOCK):
+                started = time.perf_counter()
+                sess.run(None, feeds)
+                times[i].append(time.perf_counter() - started)
     shape = tuple(enc["input_ids"][rows].shape)
     print(f"# {args.batch} x {shape[1]} tokens, {args.threads} thread(s), onnxruntime {onnxruntime.__version__}, "
           f"load average {os.getloadavg()[0]:.2f}")

@@ -53,17 +53,27 @@ def dense_char_features(char_cnn: nn.Module, char_ids: torch.LongTensor) -> torc
     `PiiNerCharCNN.forward` on every row of `char_ids` (words, num_chars) without trimming the char axis to the
     longest word: the trim is a data-dependent shape. Padding the char axis changes nothing, because the max-pool
     only reads windows that start inside the word; it is padded by the widest kernel so any width is convolvable.
+
+    The words are convolved end to end as one row, not as a batch of rows: onnxruntime's Conv runs a batch as one
+    small matrix product per row, which two threads made slower than one. Quickstart int8 graph, one ~1,200-char
+    text, batch of rows against one row (`benchmarks/bench_onnx_session.py --graphs BEFORE,AFTER --profile 10`):
+    2 threads, FusedConv 8.6 -> 1.5 ms and the call 27.9 -> 26.1 ms (44.1 -> 36.6 ms in a slow spell of the VM);
+    1 thread, 2.5 -> 2.4 ms. A window read by the max-pool starts at least `kernel - 1` characters before the end of
+    its word's padded row, so it never reaches the next word.
     """
     widest = max(char_cnn.kernel_sizes)
     char_ids = nn.functional.pad(char_ids, (0, widest))
+    num_words, width = char_ids.shape
     lengths = (char_ids != 0).sum(-1)
-    embedded = (char_cnn.embedding(char_ids) * (char_ids != 0).unsqueeze(-1)).transpose(1, 2)
+    embedded = char_cnn.embedding(char_ids) * (char_ids != 0).unsqueeze(-1)  # (words, width, dim)
+    row = embedded.reshape(1, num_words * width, -1).transpose(1, 2)  # (1, dim, words * width)
+    starts = torch.arange(width, device=char_ids.device)
     pooled = []
     for kernel_size, conv in zip(char_cnn.kernel_sizes, char_cnn.convs):
-        features = torch.relu(conv(embedded))
-        starts = torch.arange(features.shape[-1], device=features.device)
+        features = nn.functional.pad(torch.relu(conv(row)), (0, kernel_size - 1))  # window starts, as in `row`
+        features = features.reshape(-1, num_words, width)  # (channels, words, width)
         readable = starts.unsqueeze(0) < (lengths - kernel_size + 1).clamp(min=1).unsqueeze(1)
-        pooled.append((features * readable.unsqueeze(1)).amax(dim=-1))
+        pooled.append((features * readable).amax(dim=-1).transpose(0, 1))
     return torch.cat(pooled, dim=-1)
 
 
