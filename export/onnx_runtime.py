@@ -39,8 +39,8 @@ from piiner.tokenization_utils import decode_entities, encode_texts, merge_windo
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual
 # add and layer norm into one SkipLayerNormalization kernel, which is slower here than the plain Add +
-# LayerNormalization it replaces: batch 1 x 347 tokens, 1 thread, onnxruntime 1.31, int8 55.9 -> 48.9 ms and fp32
-# 105.3 -> 99.0 ms with it off (`benchmarks/bench_onnx_session.py --threads 1`; fp32 outputs agree to 2e-5).
+# LayerNormalization it replaces: batch 1 x 347 tokens, 1 thread, onnxruntime 1.31, int8 54.4 -> 47.4 ms and fp32
+# 103.6 -> 97.0 ms with it off (`benchmarks/bench_onnx_session.py --threads 1`; fp32 outputs agree to 2e-5).
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 
 
@@ -101,8 +101,8 @@ class OnnxPiiNer:
     A graph that quantises activations at run time (`model.int8.onnx`) runs one window per call, without padding:
     its activation scales are taken over everything in the call, so windows batched together change each other's
     entities (`export_onnx.py batch-check --batch-quantized`: 13 of 320 quickstart test texts). One window per call
-    is also faster on texts of ~1,200 characters and more, and slower on short ones (~200 characters: 115 against
-    140 texts/s, `benchmarks/bench_inference.py --systems onnx-int8,onnx-int8-batched --batches 32`);
+    is also faster on texts of ~1,200 characters and more, and slower on short ones (~200 characters: 138 against
+    201 texts/s, `benchmarks/bench_inference.py --systems onnx-int8,onnx-int8-batched --batches 32`);
     `batch_quantized=True` trades the independence for that speed. A float graph runs `batch_size` windows per call.
     """
 
