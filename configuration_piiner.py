@@ -81,7 +81,15 @@ class PiiNerConfig(PreTrainedConfig):
         # The custom pipeline ships in pipeline_piiner.py; naming it here makes
         # pipeline("token-classification", model=DIR, trust_remote_code=True) build it for any saved snapshot.
         kwargs.setdefault("custom_pipelines", {"token-classification": dict(PIPELINE_ENTRY)})
+        # A config object passed in is kept, not copied (`from_backbone` shares it with the loaded encoder), and
+        # transformers sets this config's attention implementation, None here, on every sub-config: the caller's
+        # encoder config would lose its own, and a model already built on it would silently fall back to eager
+        # attention (MiniLM at batch 32 x 357 tokens: 2.1 -> 3.3 s). It is put back.
+        given = self.encoder_config if isinstance(self.encoder_config, PreTrainedConfig) else None
+        attention = given._attn_implementation_internal if given is not None else None
         super().__post_init__(**kwargs)
+        if given is not None and self._attn_implementation is None:
+            given._attn_implementation_internal = attention
         if self.label2id is None:
             self.label2id = {label: i for i, label in self.id2label.items()}
         self.char_kernel_sizes = list(self.char_kernel_sizes)

@@ -314,3 +314,15 @@ def test_shared_fusion_equals_the_per_token_fusion():
             model.fusion.forward_shared(words, inverse, hidden), model.fusion(words[inverse], hidden), atol=1e-6,
             rtol=1e-5,
         )
+
+
+def test_config_leaves_the_attention_of_a_given_encoder_config_alone():
+    # An encoder already built on this config object keeps its attention (transformers would set the piiner config's
+    # None on it, and the encoder would fall back to eager attention).
+    encoder = AutoModel.from_config(tiny_bert_config(), attn_implementation="sdpa")
+    config = PiiNerConfig(encoder_config=encoder.config)
+    assert encoder.config._attn_implementation == "sdpa"
+    assert config.encoder_config is encoder.config
+    # A model built on it still settles its own attention for the whole tree.
+    model = PiiNerForTokenClassification(config)
+    assert model.piiner.encoder.config._attn_implementation in ("sdpa", "eager")
