@@ -249,8 +249,8 @@ if __name__ == "__main__":
     if trainer.args.world_size > 1:
         # Leave without running destructors. On torch 2.13 the gloo process group, freed late by DDP's reducer,
         # joins its worker threads while holding the GIL; a worker still releasing a finished all-gather's tensors
-        # needs the GIL, and the rank hangs forever (1 of 3 two-rank runs in a loop here; none in 55 since). Everything is written
-        # and the group was destroyed by main().
+        # needs the GIL, and the rank hangs forever (1 of 3 two-rank runs in a loop here; none in 55 since). Everything
+        # is written and the group was destroyed by main().
         sys.stdout.flush()
         sys.stderr.flush()
         logging.shutdown()

@@ -561,33 +561,46 @@ def report_speedup_pairs(model_dir, onnx_dir, args):
           f"(target >= 2x); {sum(r >= 2 for r in ratios)} of {len(ratios)} pairs at 2x or more")
 
 
-def interleaved_speedup(model_dir, onnx_dir, backbone, blocks, calls_per_block=5, threads=None, pause_s=0.1):
-    """Worker: pipeline and int8 built in one process and timed in alternating blocks, batch 1 on ~1,200-character
-    documents.
+def alternate_in_blocks(runs, blocks, inputs_of_block, pause_s=0.1):
+    """
+    Time the functions of `runs` (`{name: fn(input)}`) in alternating blocks, so that every one of them meets the
+    same slow and fast spells of the machine. In block `b` each function, in the order of `runs` on even blocks and
+    reversed on odd ones, gets a pause of `pause_s` (so the previous runtime's worker threads have stopped spinning),
+    one untimed call on the block's last input (its weights back in the caches the others filled), then one timed
+    call per input of `inputs_of_block(b)`. Returns `{name: [per-block lists of latencies (s)]}`.
+    """
+    names = list(runs)
+    latencies = {name: [] for name in names}
+    for block in range(blocks):
+        inputs = inputs_of_block(block)
+        for name in names if block % 2 == 0 else names[::-1]:
+            run = runs[name]
+            time.sleep(pause_s)
+            run(inputs[-1])
+            times = []
+            for value in inputs:
+                started = time.perf_counter()
+                run(value)
+                times.append(time.perf_counter() - started)
+            latencies[name].append(times)
+    return latencies
 
-    Both systems sample the same slow and fast spells of the machine, so their ratio holds still where separate
-    rows drift. Each block times `calls_per_block` calls of one system after one untimed call (its weights back in
-    the caches the other system's calls filled), on the same documents as the other system's block of the round;
-    the order of the two swaps every round, and a pause precedes each block so the other runtime's worker threads
-    have stopped spinning. Returns `{system: [per-block lists of latencies (s)]}`.
+
+def interleaved_speedup(model_dir, onnx_dir, backbone, blocks, calls_per_block=5, threads=None, pause_s=0.1):
+    """Worker: pipeline and int8 built in one process and timed in alternating blocks (`alternate_in_blocks`), batch
+    1 on ~1,200-character documents, the same documents in both systems' blocks of a round. Both systems sample the
+    same slow and fast spells of the machine, so their ratio holds still where separate rows drift. Returns
+    `{system: [per-block lists of latencies (s)]}`.
     """
     set_threads(threads)
     docs = make_documents(DOCS_PER_SIZE, 1200, seed=1200)
     systems = {name: build_system(name, model_dir, onnx_dir, backbone, threads) for name in ("piiner", "onnx-int8")}
-    latencies = {name: [] for name in systems}
-    for block in range(blocks):
-        chunk = [docs[(block * calls_per_block + i) % len(docs)] for i in range(calls_per_block)]
-        for name in (("piiner", "onnx-int8") if block % 2 == 0 else ("onnx-int8", "piiner")):
-            run = systems[name]
-            time.sleep(pause_s)
-            run(chunk[-1:])
-            times = []
-            for doc in chunk:
-                started = time.perf_counter()
-                run([doc])
-                times.append(time.perf_counter() - started)
-            latencies[name].append(times)
-    return latencies
+    return alternate_in_blocks(
+        {name: (lambda doc, run=run: run([doc])) for name, run in systems.items()},
+        blocks,
+        lambda block: [docs[(block * calls_per_block + i) % len(docs)] for i in range(calls_per_block)],
+        pause_s,
+    )
 
 
 def report_interleaved(model_dir, onnx_dir, args):

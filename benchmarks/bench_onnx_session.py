@@ -12,7 +12,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import numpy as np
 import onnxruntime
@@ -20,7 +19,7 @@ import onnxruntime
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_inference import make_documents  # noqa: E402
+from bench_inference import alternate_in_blocks, make_documents  # noqa: E402
 
 from export.onnx_export import INPUT_NAMES, graph_inputs  # noqa: E402
 from export.onnx_runtime import DISABLED_OPTIMIZERS, OnnxPiiNer, cpu_session  # noqa: E402
@@ -74,14 +73,9 @@ def main(argv=None):
     reference = [s.run(None, feeds)[0] for s in sessions]
     # Blocks of calls with a pause before each: an onnxruntime session's threads spin for a while after a call, and
     # with more than one thread they would take a core from the next session.
-    times = [[] for _ in sessions]
-    for _ in range(max(1, args.rounds // BLOCK)):
-        for i, sess in enumerate(sessions):
-            time.sleep(0.1)
-            for _ in range(BLOCK):
-                started = time.perf_counter()
-                sess.run(None, feeds)
-                times[i].append(time.perf_counter() - started)
+    blocks = alternate_in_blocks({i: (lambda _, sess=sess: sess.run(None, feeds)) for i, sess in enumerate(sessions)},
+                                 max(1, args.rounds // BLOCK), lambda _: [None] * BLOCK)
+    times = [[t for block in blocks[i] for t in block] for i in range(len(sessions))]
     shape = tuple(enc["input_ids"][rows].shape)
     print(f"# {args.batch} x {shape[1]} tokens, {args.threads} thread(s), onnxruntime {onnxruntime.__version__}, "
           f"load average {os.getloadavg()[0]:.2f}")
