@@ -5,15 +5,11 @@ on a saved model's real emissions for ~1,200-character documents, at batch 1 and
 """
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_inference import _load_tokenizer, make_documents, set_threads  # noqa: E402
 

@@ -40,8 +40,6 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
 
 SYSTEMS = {
     "piiner": "piiner pipeline",
@@ -176,12 +174,12 @@ def build_system(name: str, model_dir: str, onnx_dir: str, backbone: str, thread
 
         return run
     if name == "presidio":
-        from evaluation.baselines import PresidioBaseline
+        from piiner.evaluation.baselines import PresidioBaseline
 
         return PresidioBaseline().predict
     if name.startswith("onnx-"):
-        from export.onnx_runtime import OnnxPiiNer
-        from export.quantize import INT8_ONNX_FILE
+        from piiner.export.onnx_runtime import OnnxPiiNer
+        from piiner.export.quantize import INT8_ONNX_FILE
 
         onnx_file = "model.onnx" if name == "onnx-fp32" else INT8_ONNX_FILE
         finder = OnnxPiiNer(onnx_dir, onnx_file=onnx_file, num_threads=threads or torch.get_num_threads(),
@@ -200,7 +198,7 @@ def system_available(name: str) -> str | None:
     """None when the system can run here, else why not."""
     if name == "presidio":
         try:
-            from evaluation.baselines import SPACY_MODELS, _installed_spacy_model
+            from piiner.evaluation.baselines import SPACY_MODELS, _installed_spacy_model
 
             import presidio_analyzer  # noqa: F401
 
@@ -387,7 +385,7 @@ def check_onnx_equal(model_dir, onnx_dir, n_texts, batch=32, seed=1):
     """Entities of the ONNX fp32 path against the PyTorch pipeline on `n_texts` documents of mixed sizes."""
     import torch
 
-    from export.onnx_runtime import OnnxPiiNer
+    from piiner.export.onnx_runtime import OnnxPiiNer
     from piiner.modeling_piiner import PiiNerForTokenClassification
     from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
 
@@ -415,8 +413,8 @@ def prepare_model(args, workdir: Path) -> tuple[str, str]:
     with an int8 copy (--onnx-dir, or exported now)."""
     import torch
 
-    from export.onnx_export import export_onnx
-    from export.quantize import INT8_ONNX_FILE, quantize_int8
+    from piiner.export.onnx_export import export_onnx
+    from piiner.export.quantize import INT8_ONNX_FILE, quantize_int8
     from piiner.modeling_piiner import PiiNerForTokenClassification
 
     model_dir = args.model

@@ -11,18 +11,15 @@ import collections
 import json
 import os
 import statistics
-import sys
 
 import numpy as np
 import onnxruntime
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_inference import alternate_in_blocks, make_documents  # noqa: E402
 
-from export.onnx_export import INPUT_NAMES, graph_inputs  # noqa: E402
-from export.onnx_runtime import DISABLED_OPTIMIZERS, OnnxPiiNer, cpu_session  # noqa: E402
+from piiner.export.onnx_export import INPUT_NAMES, graph_inputs  # noqa: E402
+from piiner.export.onnx_runtime import DISABLED_OPTIMIZERS, OnnxPiiNer, cpu_session  # noqa: E402
 from piiner.tokenization_utils import encode_texts  # noqa: E402
 
 
@@ -47,7 +44,7 @@ def top_operators(path, threads, disabled, feeds, calls, k):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--onnx-dir", required=True, help="an export folder (export_onnx.py export)")
+    p.add_argument("--onnx-dir", required=True, help="an export folder (piiner-export export)")
     p.add_argument("--graphs", default="model.onnx,model.int8.onnx", help="graph files in --onnx-dir")
     p.add_argument("--disable", default=",".join(DISABLED_OPTIMIZERS),
                    help="optimizers to turn off in the second variant (default: the ones OnnxPiiNer turns off)")

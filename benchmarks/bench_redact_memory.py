@@ -1,7 +1,7 @@
-"""Peak memory of `redact.py` against input size: the CLI streams, so peak RSS should stay flat as the file grows.
+"""Peak memory of `piiner-redact` against input size: the CLI streams, so peak RSS should stay flat as the file grows.
 
 Generates text files of the given sizes (synthetic lines with emails, SSNs, phones, cards and IPs, plus one 1 MB
-line per file), runs `python redact.py` on each in a fresh process, and prints a table of file size, peak RSS
+line per file), runs `piiner-redact` on each in a fresh process, and prints a table of file size, peak RSS
 of that process, wall time and throughput. The regex detector keeps it fast enough for hundreds of megabytes;
 `--model DIR` measures the real model instead (use small sizes: a model redacts kilobytes per second on CPU).
 
@@ -61,8 +61,8 @@ def write_file(path, size_bytes, seed=0):
 
 
 def measure(path, args):
-    """(peak RSS bytes, seconds, lines out) of one redact.py run in a child process."""
-    cmd = [sys.executable, os.path.join(REPO_ROOT, "redact.py"), path, "--mode", args.mode, "--no-progress",
+    """(peak RSS bytes, seconds, lines out) of one piiner-redact run in a child process."""
+    cmd = [sys.executable, "-m", "piiner.deid", path, "--mode", args.mode, "--no-progress",
            "--batch-size", str(args.batch_size), "--format", "text"]
     cmd += ["--model", args.model] if args.model else ["--detector", "regex"]
     start = time.perf_counter()
@@ -78,7 +78,7 @@ def measure(path, args):
     seconds = time.perf_counter() - start
     max_rss_kb, lines_out, returncode = map(int, proc.stdout.split())
     if returncode != 0:
-        raise SystemExit(f"redact.py failed with status {returncode}: {' '.join(cmd)}")
+        raise SystemExit(f"piiner-redact failed with status {returncode}: {' '.join(cmd)}")
     return max_rss_kb * 1024, seconds, lines_out
 
 
@@ -91,9 +91,9 @@ def main(argv=None):
     parser.add_argument("--workdir", default=None, help="where to write the generated files (default: a temp dir)")
     args = parser.parse_args(argv)
 
-    # redact.py writes into a pipe that the wrapper drains and counts, so the output never hits the disk.
-    print(f"redact.py --mode {args.mode} --detector {'model ' + args.model if args.model else 'regex'}, "
-          f"batch size {args.batch_size}; peak RSS of the redact.py process")
+    # piiner-redact writes into a pipe that the wrapper drains and counts, so the output never hits the disk.
+    print(f"piiner-redact --mode {args.mode} --detector {'model ' + args.model if args.model else 'regex'}, "
+          f"batch size {args.batch_size}; peak RSS of the piiner-redact process")
     print("| input size | lines | peak RSS | wall time | throughput |")
     print("|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:

@@ -9,15 +9,12 @@ Prints one table row per stage; the target on a 2-core CPU is under 2 minutes fo
 import argparse
 import itertools
 import math
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from data_prep.audit import Audit  # noqa: E402
-from data_prep.records import clean_record  # noqa: E402
-from data_prep.synthetic import SyntheticGenerator  # noqa: E402
+from piiner.data_prep.audit import Audit  # noqa: E402
+from piiner.data_prep.records import clean_record  # noqa: E402
+from piiner.data_prep.synthetic import SyntheticGenerator  # noqa: E402
 from piiner.pii_schema import PII_TYPES  # noqa: E402
 
 

@@ -11,20 +11,18 @@ Prints a markdown table. Timings on a shared machine vary: run it on an idle one
 import argparse
 import os
 import statistics
-import sys
 import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from transformers import AutoModelForTokenClassification, AutoTokenizer  # noqa: E402
 
 from piiner.modeling_piiner import PiiNerForTokenClassification  # noqa: E402
 from piiner.pii_schema import LABEL2ID  # noqa: E402
 from piiner.tokenization_utils import encode_texts  # noqa: E402
-from training.args import resolve_backbone  # noqa: E402
-from training.class_weights import label_weight_table, token_weights  # noqa: E402
+from piiner.training.args import resolve_backbone  # noqa: E402
+from piiner.training.class_weights import label_weight_table, token_weights  # noqa: E402
 
 SENTENCE = (
     "Please send the signed form to Maria Garcia at maria.garcia@example.com or call +1 (555) 201-3344; "

@@ -1,12 +1,9 @@
-"""The Hub files at the repository root, importable as the package ``piiner``.
+"""piiner: a small, fast PII tagger for English text, published the Hugging Face way.
 
-``configuration_piiner.py``, ``modeling_piiner.py`` and their siblings live at the root because that is the
-shape of a Hub model repo, and they import each other relatively (``from .configuration_piiner import ...``)
-because that is what ``trust_remote_code`` copies next to the weights. Relative imports need a package, so this
-one points its search path at the root: ``from piiner.modeling_piiner import PiiNerForTokenClassification``
-loads ``<root>/modeling_piiner.py`` as ``piiner.modeling_piiner``. Nothing else lives here.
+The files that ship with the weights sit flat in this folder and import each other relatively
+(``configuration_piiner``, ``modeling_piiner``, ``crf_piiner``, ``pipeline_piiner``, ...); the rooms beside them are
+the system around the model: ``data_prep`` (corpora), ``training``, ``evaluation``, ``export`` (ONNX) and ``deid``
+(redaction). Importing ``piiner`` loads none of them.
 """
 
-import os
-
-__path__ = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+__version__ = "0.2.0"

@@ -3,15 +3,12 @@ seconds. Real checkpoints are exercised only by tests marked ``slow``."""
 
 import os
 import string
-import sys
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO_ROOT not in sys.path:
-    sys.path.insert(0, REPO_ROOT)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -1,4 +1,4 @@
-"""``python -m data_prep build`` end to end on fixtures and a small synthetic config."""
+"""``piiner-data build`` end to end on fixtures and a small synthetic config."""
 
 import json
 import os
@@ -6,9 +6,9 @@ import os
 import datasets
 import pytest
 
-from data_prep.__main__ import main
-from data_prep.dedup import normalize_text
-from data_prep.records import check_record
+from piiner.data_prep.cli import main
+from piiner.data_prep.dedup import normalize_text
+from piiner.data_prep.records import check_record
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "data_prep")
 

@@ -2,10 +2,10 @@
 
 import pytest
 
-from data_prep.audit import Audit
-from data_prep.dedup import deduplicate, normalize_text
-from data_prep.records import check_record, clean_record
-from data_prep.split import assign_splits, group_fraction
+from piiner.data_prep.audit import Audit
+from piiner.data_prep.dedup import deduplicate, normalize_text
+from piiner.data_prep.records import check_record, clean_record
+from piiner.data_prep.split import assign_splits, group_fraction
 
 
 def raw(text, spans, source="src", split="train"):

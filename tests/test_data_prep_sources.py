@@ -5,12 +5,12 @@ import os
 
 import pytest
 
-from data_prep.audit import Audit
-from data_prep.records import check_record, clean_record
-from data_prep.sources import SourceUnavailable, iter_source
-from data_prep.sources.gretel import find_occurrences
-from data_prep.sources.loading import parse_list, read_local
-from data_prep.split import assign_splits
+from piiner.data_prep.audit import Audit
+from piiner.data_prep.records import check_record, clean_record
+from piiner.data_prep.sources import SourceUnavailable, iter_source
+from piiner.data_prep.sources.gretel import find_occurrences
+from piiner.data_prep.sources.loading import parse_list, read_local
+from piiner.data_prep.split import assign_splits
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "data_prep")
 

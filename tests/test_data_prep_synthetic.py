@@ -6,10 +6,10 @@ import re
 import faker
 import pytest
 
-from data_prep.audit import Audit
-from data_prep.records import check_record, clean_record
-from data_prep.synthetic import SyntheticGenerator, all_templates
-from data_prep.synthetic import values
+from piiner.data_prep.audit import Audit
+from piiner.data_prep.records import check_record, clean_record
+from piiner.data_prep.synthetic import SyntheticGenerator, all_templates
+from piiner.data_prep.synthetic import values
 from piiner.pii_schema import PII_TYPES
 
 

@@ -8,9 +8,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import redact as cli
+import piiner.deid.cli as cli
 from conftest import build_tiny_tokenizer, tiny_bert_config
-from deid import Redactor
+from piiner.deid import Redactor
 from test_deid_redact import MESSY_CHARS
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification

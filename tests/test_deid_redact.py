@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deid import Redactor, redact
-from deid.redact import merge_overlaps
-from pii_schema import PII_TYPES, TIER_OF
+from piiner.deid import Redactor, redact
+from piiner.deid.redact import merge_overlaps
+from piiner.pii_schema import PII_TYPES, TIER_OF
 
 
 def ent(pii_type, start, end, score=0.9, **extra):

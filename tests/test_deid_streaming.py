@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from deid import Redactor
-from deid.regex_detector import RegexDetector
-from deid.streaming import StreamFailure, redact_stream
+from piiner.deid import Redactor
+from piiner.deid.regex_detector import RegexDetector
+from piiner.deid.streaming import StreamFailure, redact_stream
 
 
 class CountingInput:

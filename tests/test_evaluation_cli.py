@@ -1,12 +1,12 @@
-"""evaluate_model.py on small gold/prediction files (no model), label maps, --source, and the regex baseline."""
+"""piiner-evaluate on small gold/prediction files (no model), label maps, --source, and the regex baseline."""
 
 import json
 
 import pytest
 
-import evaluate_model
-from evaluation.baselines import iban_valid, luhn_valid, regex_spans
-from evaluation.data import parse_label_map
+import piiner.evaluation.cli as evaluate_model
+from piiner.evaluation.baselines import iban_valid, luhn_valid, regex_spans
+from piiner.evaluation.data import parse_label_map
 
 TEXTS = [
     "Mail john@example.com, SSN 123-45-6789.",
@@ -33,7 +33,7 @@ def gold_file(tmp_path):
 
 
 def _run(*argv):
-    return evaluate_model.main([str(a) for a in argv])
+    return evaluate_model.run([str(a) for a in argv])
 
 
 def test_predictions_by_id_scored_strictly_and_report_written(tmp_path, gold_file):
@@ -225,7 +225,7 @@ def test_regex_spans_never_overlap():
 def test_presidio_results_are_renamed_and_made_non_overlapping_without_presidio_installed():
     from types import SimpleNamespace
 
-    from evaluation.baselines import PresidioBaseline
+    from piiner.evaluation.baselines import PresidioBaseline
 
     class FakeAnalyzer:
         def analyze(self, text, language, entities, score_threshold):
@@ -243,7 +243,7 @@ def test_presidio_results_are_renamed_and_made_non_overlapping_without_presidio_
 @pytest.mark.slow  # loads spaCy's English pipeline
 def test_presidio_baseline_maps_entities():
     pytest.importorskip("presidio_analyzer")
-    from evaluation.baselines import PresidioBaseline
+    from piiner.evaluation.baselines import PresidioBaseline
 
     (spans,) = PresidioBaseline().predict(["Write to jane.doe@example.com today."])
     assert {"start": 9, "end": 29, "label": "EMAIL"} in spans

@@ -2,7 +2,7 @@
 
 import pytest
 
-from evaluation.metrics import span_metrics
+from piiner.evaluation.metrics import span_metrics
 
 
 def test_perfect_match_with_tuples_and_dicts_mixed():

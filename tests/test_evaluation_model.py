@@ -1,12 +1,12 @@
-"""evaluate_model.py --model on a tiny random piiner snapshot: the pipeline path runs end to end."""
+"""piiner-evaluate --model on a tiny random piiner snapshot: the pipeline path runs end to end."""
 
 import json
 
 import pytest
 
-import evaluate_model
+import piiner.evaluation.cli as evaluate_model
 from conftest import build_tiny_tokenizer, tiny_bert_config
-from evaluation.predict import predict_spans
+from piiner.evaluation.predict import predict_spans
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def test_model_run_writes_a_valid_report(snapshot, tmp_path):
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(json.dumps(r) + "\n" for r in GOLD))
     out = tmp_path / "report.json"
-    evaluate_model.main(["--model", snapshot, "--data", str(gold), "--batch-size", "2", "--out", str(out)])
+    evaluate_model.run(["--model", snapshot, "--data", str(gold), "--batch-size", "2", "--out", str(out)])
     report = json.loads(out.read_text())
     o = report["overall"]
     assert o["support"] == 2 and o["tp"] + o["fn"] == 2 and 0.0 <= o["f1"] <= 1.0
@@ -51,4 +51,4 @@ def test_predict_spans_gives_exact_offsets_inside_each_text(snapshot):
 
 def test_missing_model_folder_is_named(tmp_path):
     with pytest.raises(SystemExit, match="model folder not found"):
-        evaluate_model.main(["--model", str(tmp_path / "nope"), "--data", str(tmp_path / "x.jsonl")])
+        evaluate_model.run(["--model", str(tmp_path / "nope"), "--data", str(tmp_path / "x.jsonl")])

@@ -7,10 +7,10 @@ import torch
 from conftest import build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
 from transformers import pipeline
 
-from export.crf_graph import scan_decode
-from export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx, graph_inputs
-from export.onnx_runtime import OnnxPiiNer
-from export.quantize import quantize_int8
+from piiner.export.crf_graph import scan_decode
+from piiner.export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx, graph_inputs
+from piiner.export.onnx_runtime import OnnxPiiNer
+from piiner.export.quantize import quantize_int8
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_piiner import crf_marginals, viterbi_decode
 from piiner.modeling_piiner import PiiNerForTokenClassification
@@ -194,49 +194,6 @@ def test_deberta_encoder_exports(tmp_path):
     assert torch.equal(torch.from_numpy(got["decoded_tags"]), out.decoded_tags)
 
 
-def test_session_benchmark_compares_optimizer_sets(exported, capsys):
-    """benchmarks/bench_onnx_session.py (the measurement behind `DISABLED_OPTIMIZERS`) times every graph with
-    onnxruntime's defaults and with the optimizers turned off, on the same inputs, and reports the output gap."""
-    from benchmarks.bench_onnx_session import main
-
-    _, _, _, onnx_dir = exported
-    quantize_int8(onnx_dir)
-    main(["--onnx-dir", str(onnx_dir), "--doc-chars", "300", "--rounds", "2", "--disable", "SkipLayerNormFusion"])
-    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| model")]
-    assert [(r[0], r[1]) for r in rows] == [
-        ("| model.onnx", "onnxruntime defaults"), ("| model.onnx", "off: SkipLayerNormFusion"),
-        ("| model.int8.onnx", "onnxruntime defaults"), ("| model.int8.onnx", "off: SkipLayerNormFusion"),
-    ]
-    # fp32: turning a fusion off changes float rounding only.
-    assert float(rows[1][4].rstrip(" |")) < 1e-3
-
-
-def test_interleaved_benchmark_times_both_systems_in_turn_on_the_same_documents(exported, monkeypatch):
-    """bench_inference.py --interleaved: pipeline and int8 graph in one process, in alternating blocks over the same
-    documents, the order swapped every round, so that both meet the same spells of a noisy machine."""
-    from benchmarks import bench_inference
-
-    _, _, model_dir, onnx_dir = exported
-    quantize_int8(onnx_dir)
-    calls, build = [], bench_inference.build_system
-
-    def recording_build(name, *args):
-        run = build(name, *args)
-        return lambda docs: calls.append((name, docs)) or run(docs)
-
-    monkeypatch.setattr(bench_inference, "build_system", recording_build)
-    latencies = bench_inference.interleaved_speedup(str(model_dir), str(onnx_dir), None, 2, calls_per_block=2,
-                                                    pause_s=0)
-    assert {name: [len(block) for block in times] for name, times in latencies.items()} == {
-        "piiner": [2, 2], "onnx-int8": [2, 2]}
-    # Per block: one untimed call, then the timed ones, one document each.
-    assert [name for name, _ in calls] == ["piiner"] * 3 + ["onnx-int8"] * 6 + ["piiner"] * 3
-    assert all(len(docs) == 1 for _, docs in calls)
-    timed = [docs[0] for i, (_, docs) in enumerate(calls) if i % 3]
-    assert timed[:2] == timed[2:4] and timed[4:6] == timed[6:] and timed[0] != timed[4]
-    assert all(1000 <= len(doc) <= 1400 for doc in timed)
-
-
 def test_int8_graph_runs_one_unpadded_window_per_call_so_batching_cannot_change_entities(exported):
     _, _, _, onnx_dir = exported
     quantize_int8(onnx_dir)
@@ -263,7 +220,7 @@ def test_int8_graph_runs_one_unpadded_window_per_call_so_batching_cannot_change_
 def test_activation_quantization_is_read_from_the_metadata_and_from_the_nodes_alike(exported, tmp_path):
     import onnx
 
-    from export.onnx_runtime import cpu_session, quantizes_activations
+    from piiner.export.onnx_runtime import cpu_session, quantizes_activations
 
     _, _, _, onnx_dir = exported
     quantize_int8(onnx_dir)
@@ -281,7 +238,7 @@ def test_activation_quantization_is_read_from_the_metadata_and_from_the_nodes_al
 def test_batch_check_command_reports_texts_whose_entities_depend_on_the_batch(exported, tmp_path, capsys):
     import json
 
-    from export_onnx import main
+    from piiner.export.cli import main
 
     _, _, _, onnx_dir = exported
     quantize_int8(onnx_dir)

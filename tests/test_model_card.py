@@ -6,8 +6,8 @@ import pytest
 from huggingface_hub import ModelCard
 
 from conftest import tiny_bert_config
-from evaluation.metrics import span_metrics
-from evaluation.model_card import render_model_card, validate_card, write_model_card
+from piiner.evaluation.metrics import span_metrics
+from piiner.evaluation.model_card import render_model_card, validate_card, write_model_card
 from piiner.configuration_piiner import PiiNerConfig
 
 
@@ -21,10 +21,10 @@ GOLD = [[(0, 4, "PERSON"), (10, 21, "SSN")], [(3, 9, "EMAIL")]]
 REPORTS = {
     "synthetic test": dict(
         _report(GOLD, [[(0, 4, "PERSON"), (10, 21, "SSN")], []], model="runs/q", source="synthetic",
-                command="python evaluate_model.py --model runs/q --data data/q --source synthetic --compare regex"),
+                command="piiner-evaluate --model runs/q --data data/q --source synthetic --compare regex"),
         compare={"regex": span_metrics(GOLD, [[(10, 21, "SSN")], []])}),
     "presidio-research held-out (Presidio)": _report(GOLD, [[(0, 4, "PERSON")], []], baseline="presidio",
-                                                     command="python evaluate_model.py --baseline presidio ..."),
+                                                     command="piiner-evaluate --baseline presidio ..."),
 }
 
 
@@ -58,8 +58,8 @@ def test_card_body_has_the_sections_a_user_needs(config):
     for needle in ("## Labels and tiers", "## Intended use and limits", "## Training data", "## Evaluation",
                    "| 1 | 0.98 | SSN, CREDIT_CARD", "microsoft/presidio-research synthetic sentences | MIT",
                    "my corpus | MIT", 'repo, revision = "acme/piiner-small", "0123abc"',
-                   "python evaluate_model.py --model runs/q --data data/q --source synthetic",
-                   "python evaluate_model.py --baseline presidio", "baseline: presidio", "piiner_metrics.png",
+                   "piiner-evaluate --model runs/q --data data/q --source synthetic",
+                   "piiner-evaluate --baseline presidio", "baseline: presidio", "piiner_metrics.png",
                    "| synthetic test | baseline: regex (same run) | 1.000 | 0.333 | 0.500 |"):
         assert needle in body, needle
 
@@ -95,13 +95,13 @@ def test_bare_span_metrics_reports_from_training_render(config, tmp_path):
 def test_reports_added_later_join_the_training_card(tmp_path, config):
     """`python -m evaluation.model_card DIR --report NAME=FILE` adds evaluations run after training to its card,
     keeping the training run's sections."""
-    from evaluation.model_card import main
+    from piiner.evaluation.model_card import main
 
     config.save_pretrained(tmp_path)
     write_model_card(tmp_path, config, {"validation": _report(GOLD, GOLD)}, data_sources=["synthetic"],
                      base_model="x/y", training_summary={"optimizer steps": 120})
     report = dict(_report(GOLD, [[(0, 4, "PERSON")], []], source="presidio",
-                          command="python evaluate_model.py --model m --data d --source presidio --compare presidio"),
+                          command="piiner-evaluate --model m --data d --source presidio --compare presidio"),
                   compare={"presidio": span_metrics(GOLD, [[], []])})
     (tmp_path / "eval_presidio.json").write_text(json.dumps(report))
     main([str(tmp_path), "--report", f"presidio-research test={tmp_path / 'eval_presidio.json'}"])
@@ -109,7 +109,7 @@ def test_reports_added_later_join_the_training_card(tmp_path, config):
     assert "- optimizer steps: 120" in content and "| validation | this model |" in content
     assert "| presidio-research test | this model | 1.000 | 0.333 |" in content
     assert "| presidio-research test | baseline: presidio (same run) | 0.000 |" in content
-    assert "python evaluate_model.py --model m --data d --source presidio --compare presidio" in content
+    assert "piiner-evaluate --model m --data d --source presidio --compare presidio" in content
     card = validate_card(content)
     assert {(r.dataset_name, r.metric_type) for r in card.data.eval_results} >= {("presidio-research test", "f1")}
     with pytest.raises(SystemExit):

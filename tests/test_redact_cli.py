@@ -1,4 +1,4 @@
-"""The redact.py command line, run in-process with the regex detector (no model needed): text, JSONL and stdin
+"""The piiner-redact command line, run in-process with the regex detector (no model needed): text, JSONL and stdin
 input, one output line per input record, per-line errors with line numbers, exit status."""
 
 import io
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import redact as cli
+import piiner.deid.cli as cli
 from conftest import REPO_ROOT
 
 
@@ -102,7 +102,7 @@ def test_model_is_required_without_regex_detector(capsys):
 
 
 def test_cli_runs_as_a_script_on_stdin():
-    proc = subprocess.run([sys.executable, "redact.py", "--detector", "regex", "--mode", "hash", "--key-env", "K"],
+    proc = subprocess.run([sys.executable, "-m", "piiner.deid", "--detector", "regex", "--mode", "hash", "--key-env", "K"],
                           input=b"ip 10.0.0.1\n", capture_output=True, cwd=REPO_ROOT, env={"K": "k", "PATH": ""},
                           timeout=120)
     assert proc.returncode == 0, proc.stderr.decode()

@@ -23,7 +23,8 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, AutoTokenizer
 
 snapshot, expected_path, scratch = sys.argv[1:4]
-report = {"repo_importable": any(importlib.util.find_spec(m) for m in ("piiner", "modeling_piiner", "pii_schema"))}
+sys.modules["piiner"] = None  # the installed package is out of reach: the snapshot must carry all its code
+report = {"repo_importable": any(importlib.util.find_spec(m) for m in ("modeling_piiner", "pii_schema"))}
 expected = torch.load(expected_path)
 inputs = expected["inputs"]
 saved = load_file(os.path.join(snapshot, "model.safetensors"))
@@ -94,7 +95,7 @@ SNAPSHOT_CODE = {
 
 def expected_code_files():
     """The Hub files a snapshot must carry; tokenization_utils.py once the pipeline imports it."""
-    with open(os.path.join(REPO_ROOT, "pipeline_piiner.py"), encoding="utf-8") as f:
+    with open(os.path.join(REPO_ROOT, "piiner", "pipeline_piiner.py"), encoding="utf-8") as f:
         uses_tokenization_utils = "from .tokenization_utils import" in f.read()
     return SNAPSHOT_CODE | ({"tokenization_utils.py"} if uses_tokenization_utils else set())
 

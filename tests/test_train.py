@@ -16,12 +16,12 @@ from transformers import BertModel, TrainerCallback
 
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.pii_schema import LABELS, TIER_OF
-from train import main
-from training.args import parse_args
-from training.collator import PiiNerCollator
-from training.features import build_features
-from training.hub import upload_plan
-from training.trainer import NonFiniteError, PiiNerTrainer, component_parameters
+from piiner.train import main
+from piiner.training.args import parse_args
+from piiner.training.collator import PiiNerCollator
+from piiner.training.features import build_features
+from piiner.training.hub import upload_plan
+from piiner.training.trainer import NonFiniteError, PiiNerTrainer, component_parameters
 
 TEMPLATES = [
     ("call {PERSON} at {PHONE} now", {"PERSON": "john smith", "PHONE": "555-201-3344"}),
@@ -281,5 +281,5 @@ def test_loss_is_the_crf_nll_weighted_by_the_tier_of_each_gold_token(run_inputs,
 def test_missing_quickstart_corpus_names_the_command_that_builds_it(tmp_path):
     argv = ["--config", os.path.join(REPO_ROOT, "configs", "quickstart.yaml"), "--dataset", "data/__missing__",
             "--output_dir", str(tmp_path)]
-    with pytest.raises(SystemExit, match="python -m data_prep build --sources synthetic,presidio,wnut17 --out data/__missing__"):
+    with pytest.raises(SystemExit, match="piiner-data build --sources synthetic,presidio,wnut17 --out data/__missing__"):
         main(argv)

@@ -9,10 +9,10 @@ from conftest import tiny_bert_config
 
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.pii_schema import LABEL2ID
-from training.args import parse_args, parse_tier_weights
-from training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
-from training.collator import PiiNerCollator
-from training.features import align_labels, build_features, oversample
+from piiner.training.args import parse_args, parse_tier_weights
+from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
+from piiner.training.collator import PiiNerCollator
+from piiner.training.features import align_labels, build_features, oversample
 
 
 def write_yaml(tmp_path, text):
@@ -172,7 +172,7 @@ def test_token_weights_use_the_tier_of_the_gold_type():
 
 def test_non_finite_parameter_is_reported_with_its_component(tmp_path):
     from piiner.modeling_piiner import PiiNerForTokenClassification
-    from training.trainer import PiiNerTrainer, first_non_finite
+    from piiner.training.trainer import PiiNerTrainer, first_non_finite
 
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
     _, _, args = parse_args(["--output_dir", str(tmp_path), "--use_cpu", "true", "--report_to", "none"])
@@ -187,7 +187,7 @@ def test_deberta_backbone_gets_adam_epsilon_one_unless_set(tmp_path):
     from conftest import tiny_deberta_config
 
     from piiner.modeling_piiner import PiiNerForTokenClassification
-    from training.trainer import PiiNerTrainer
+    from piiner.training.trainer import PiiNerTrainer
 
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_deberta_config()))
     for flags, expected in (([], 1.0), (["--backbone_adam_epsilon", "1e-6"], 1e-6)):
@@ -198,7 +198,7 @@ def test_deberta_backbone_gets_adam_epsilon_one_unless_set(tmp_path):
 
 
 def test_early_stopping_without_a_best_model_metric_is_refused(tmp_path):
-    from train import main
+    from piiner.train import main
 
     with pytest.raises(SystemExit, match="early_stopping_patience needs load_best_model_at_end"):
         main(["--output_dir", str(tmp_path), "--early_stopping_patience", "2", "--report_to", "none"])

@@ -1,0 +1,63 @@
+"""Adapters from each public PII corpus to raw records (``data_prep.records`` validates them).
+
+``SOURCES[name]`` says where a source lives (a Hub id, or a local folder for the two sets shipped in
+../shared/data) and how its rows become raw records: {id, source, text, spans: [{start, end, label, value?}],
+group, source_split}. ``iter_source(name, local_path, audit)`` reads it: the local path when given (``--from-dir``),
+else the default folder, else ``datasets.load_dataset(hub_id)``.
+"""
+
+import dataclasses
+import os
+from typing import Callable, Optional
+
+from . import ai4privacy, gretel, nemotron, presidio, wnut17
+from .loading import SourceUnavailable, read_local, read_rows
+
+# The checkout this package sits in (editable install); ../shared/data beside it is the offline copy of the sets.
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def shared_data_dir():
+    """../shared/data beside the repo, or $PIINER_SHARED_DATA."""
+    return os.environ.get("PIINER_SHARED_DATA") or os.path.join(REPO_ROOT, "..", "shared", "data")
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    name: str
+    to_records: Callable
+    hub_id: Optional[str] = None
+    local_reader: Callable = read_local
+    default_folder: Optional[str] = None  # under shared_data_dir()
+
+
+SOURCES = {
+    "presidio": Source("presidio", presidio.records, local_reader=presidio.read_rows,
+                       default_folder="presidio-research"),
+    "wnut17": Source("wnut17", wnut17.records, local_reader=wnut17.read_rows, default_folder="wnut17"),
+    **{name: Source(name, ai4privacy.records, hub_id=hub) for name, hub in ai4privacy.HUB_IDS.items()},
+    "nemotron": Source("nemotron", nemotron.records, hub_id=nemotron.HUB_IDS["nemotron"]),
+    "gretel_finance": Source("gretel_finance", gretel.finance_records, hub_id=gretel.HUB_IDS["gretel_finance"]),
+    "gretel_masking": Source("gretel_masking", gretel.masking_records, hub_id=gretel.HUB_IDS["gretel_masking"]),
+}
+
+
+def iter_source(name, local_path, audit):
+    """Raw records of source ``name`` (see the module docstring)."""
+    if name not in SOURCES:
+        raise SourceUnavailable(f"unknown source {name!r}; known: synthetic, {', '.join(SOURCES)}")
+    source = SOURCES[name]
+    if not local_path and source.default_folder:
+        local_path = os.path.join(shared_data_dir(), source.default_folder)
+        if not os.path.exists(local_path):
+            raise SourceUnavailable(f"source {name!r}: {local_path} is missing; pass --from-dir {name}=PATH")
+    if local_path:
+        if not os.path.exists(local_path):
+            raise SourceUnavailable(f"source {name!r}: --from-dir path {local_path!r} does not exist")
+        rows_by_split = source.local_reader(local_path)
+    else:
+        rows_by_split = read_rows(name, source.hub_id)
+    return source.to_records(name, rows_by_split, audit)
+
+
+__all__ = ["SOURCES", "Source", "SourceUnavailable", "iter_source", "shared_data_dir"]

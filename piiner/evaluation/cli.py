@@ -1,0 +1,191 @@
+"""Score a piiner model, a baseline, or predictions made elsewhere against gold PII spans, strictly.
+
+    piiner-evaluate --model runs/quickstart --data data/quickstart --split test --out report.json
+    piiner-evaluate --baseline regex --data data/quickstart --source presidio
+    piiner-evaluate --predictions preds.jsonl --data gold.jsonl --label-map PER=PERSON,MISC=O
+    piiner-evaluate --model runs/quickstart --data data/quickstart --source presidio --compare presidio,regex
+
+A true positive is an exact (start, end, type) match on the original text. Prints markdown tables (overall, per
+tier against its recall target, per type) and throughput, and writes the JSON report with ``--out``.
+"""
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from collections import Counter
+
+from piiner.evaluation.baselines import BASELINES, BaselineUnavailable, get_baseline
+from piiner.evaluation.data import align_predictions, check_and_map_spans, load_gold, parse_label_map, read_jsonl
+from piiner.evaluation.metrics import span_metrics
+from piiner.evaluation.predict import check_model_path, load_pipeline, predict_spans
+from piiner.evaluation.report import format_markdown, throughput, write_json
+from piiner.pii_schema import TIER_OF
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    who = p.add_mutually_exclusive_group(required=True)
+    who.add_argument("--model", help="saved piiner model folder (or Hub id), run through its pipeline")
+    who.add_argument("--baseline", choices=sorted(BASELINES), help="score a baseline instead of a model")
+    who.add_argument("--predictions", help="JSONL of {id?, text?, spans} made elsewhere, matched by id or line")
+    p.add_argument("--data", required=True, help="dataset folder (save_to_disk), Hub dataset id, or gold JSONL")
+    p.add_argument("--split", default="test", help="split of a DatasetDict (default: test)")
+    p.add_argument("--source", help="keep only rows whose 'source' column equals this")
+    p.add_argument("--types", help="comma-separated piiner types to score (others ignored in gold and predictions)")
+    p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")
+    p.add_argument("--merge-types", help="score these types as one, in the gold and in every system's predictions: "
+                   "A=B,... (e.g. DATE_OF_BIRTH=DATE against a baseline that cannot tell a birth date from a date)")
+    p.add_argument("--compare", help="comma-separated baselines (regex, presidio) scored on the same rows in the "
+                   "same run, reported under 'compare' with a side-by-side table")
+    p.add_argument("--out", help="write the JSON report here")
+    p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans}, the format "
+                   "--predictions reads, to rescore them later (other --types, --source) without a rerun")
+    p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
+    p.add_argument("--limit", type=int, help="score only the first N rows (after --source)")
+    p.add_argument("--device", help="torch device for --model, e.g. cuda:0 (default: CPU)")
+    args = p.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        p.error("--limit must be >= 1")
+    if args.batch_size < 1:
+        p.error("--batch-size must be >= 1")
+    unknown = [b for b in (args.compare or "").split(",") if b.strip() and b.strip() not in BASELINES]
+    if unknown:
+        p.error(f"--compare: unknown baselines {unknown}; choose from {sorted(BASELINES)}")
+    return args
+
+
+def _parse_types(spec):
+    if not spec:
+        return None
+    types = [t.strip() for t in spec.split(",") if t.strip()]
+    unknown = [t for t in types if t not in TIER_OF]
+    if unknown:
+        raise ValueError(f"--types names types that are not piiner types: {unknown}")
+    return types
+
+
+def write_predictions(path, rows, predictions):
+    """JSONL with one line per gold row: its id and text and the predicted spans."""
+    with open(path, "w", encoding="utf-8") as f:
+        for row, spans in zip(rows, predictions):
+            f.write(json.dumps({"id": row["id"], "text": row["text"], "spans": spans}, ensure_ascii=False) + "\n")
+
+
+def _run_predictor(args, texts):
+    """Predicted span dicts of the model or baseline named in ``args``, and the seconds the prediction took."""
+    if args.baseline:
+        predictor = get_baseline(args.baseline)
+        start = time.perf_counter()  # loading spaCy or the model is not throughput
+        raw = predictor.predict(texts)
+    else:
+        pipe = load_pipeline(args.model, args.device)
+        start = time.perf_counter()
+        raw = predict_spans(pipe, texts, batch_size=args.batch_size)
+    return raw, time.perf_counter() - start
+
+
+def score(rows, gold, pred, types):
+    """``span_metrics`` of all rows, plus the overall scores of each source when the rows mix several."""
+    report = span_metrics(gold, pred, types=types)
+    sources = sorted({r.get("source") for r in rows} - {None})
+    if len(sources) > 1:
+        # One model run, a row per source: a mixed test split hides which corpus a model is weak on.
+        report["per_source"] = {}
+        for name in sources:
+            keep = [i for i, r in enumerate(rows) if r.get("source") == name]
+            m = span_metrics([gold[i] for i in keep], [pred[i] for i in keep], types=types)
+            report["per_source"][name] = dict(m["overall"], n_texts=len(keep))
+    return report
+
+
+def _as_tuples(raw):
+    return [[(s["start"], s["end"], s["label"]) for s in spans] for spans in raw]
+
+
+def _merged(spans_per_text, merge):
+    """Spans with the merged types renamed (`--merge-types`); the same lists when there is nothing to merge."""
+    if not merge:
+        return spans_per_text
+    return [[(start, end, merge.get(label, label)) for start, end, label in spans] for spans in spans_per_text]
+
+
+def evaluate(args, command=None):
+    """Run one evaluation described by parsed ``args``; returns the report dict (see evaluation.report)."""
+    if args.model:
+        check_model_path(args.model)  # before reading the data: a typo should not cost a dataset load
+    types = _parse_types(args.types)
+    label_map = parse_label_map(args.label_map)
+    compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
+    rows = load_gold(args.data, split=args.split, source=args.source, limit=args.limit)
+    texts = [r["text"] for r in rows]
+    n_chars = sum(map(len, texts))
+    dropped = Counter()
+    gold = [check_and_map_spans(r, label_map, dropped, "gold") for r in rows]
+
+    seconds = None
+    if args.predictions:
+        pred_rows = align_predictions(rows, read_jsonl(args.predictions), args.predictions)
+        pred = [check_and_map_spans(r, label_map, dropped, "pred") for r in pred_rows]
+        raw = [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred]
+    else:
+        raw, seconds = _run_predictor(args, texts)
+        pred = _as_tuples(raw)
+    if args.save_predictions:
+        write_predictions(args.save_predictions, rows, raw)
+
+    merge = parse_label_map(args.merge_types)
+    gold, pred = _merged(gold, merge), _merged(pred, merge)
+    report = score(rows, gold, pred, types)
+    if seconds is not None:
+        report["throughput"] = throughput(len(texts), n_chars, seconds)
+    if compare:
+        # Baselines on exactly the same rows, gold and type restriction, in the same run.
+        report["compare"] = {}
+        for name in compare:
+            raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=name), texts)
+            report["compare"][name] = dict(score(rows, gold, _merged(_as_tuples(raw_b), merge), types),
+                                           throughput=throughput(len(texts), n_chars, seconds_b))
+    report["dropped"] = dict(sorted(dropped.items()))
+    report["meta"] = {
+        "command": command or " ".join(shlex.quote(a) for a in sys.argv),
+        "model": args.model,
+        "baseline": args.baseline,
+        "predictions": args.predictions,
+        "compare": compare or None,
+        "data": args.data,
+        "split": args.split,
+        "source": args.source,
+        "types": types,
+        "label_map": label_map or None,
+        "merge_types": merge or None,
+        "n_texts": len(texts),
+        "n_chars": n_chars,
+        "seconds": seconds,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    return report
+
+
+def run(argv=None):
+    """Parse ``argv``, evaluate, print the tables, write ``--out``; returns the report."""
+    args = parse_args(argv)
+    command = "piiner-evaluate " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
+    try:
+        report = evaluate(args, command)
+    except (ValueError, FileNotFoundError, NotADirectoryError, BaselineUnavailable) as err:
+        sys.exit(f"piiner-evaluate: error: {err}")
+    print(format_markdown(report))
+    if args.out:
+        write_json(report, args.out)
+        print(f"report written to {args.out}")
+    return report
+
+
+def main(argv=None):
+    run(argv)
+    return 0
+
+
+__all__ = ["evaluate", "main", "run"]

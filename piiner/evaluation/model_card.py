@@ -1,0 +1,376 @@
+"""The model card: Hub metadata (model-index) in the front matter, then labels, use, data, metrics and a plot.
+
+``write_model_card(output_dir, config, reports, ...)`` writes ``README.md`` (the card the Hub shows),
+``model_card.md`` (the same text), ``piiner_metrics.png`` and ``model_card_inputs.json`` beside them; evaluations
+run later are added with ``python -m evaluation.model_card MODEL_DIR --report "NAME=report.json"``. ``reports`` maps an evaluation set's
+display name to an ``piiner-evaluate`` JSON report; reports made by a baseline (``meta.baseline`` set) appear
+in the comparison table and the plot, never in the model-index, which describes this model only.
+"""
+
+import json
+import os
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+from piiner.data_prep.sources import SOURCES
+from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS, TIER_TYPES
+
+from .report import overall_table, tier_table, type_table
+
+PLOT_FILE = "piiner_metrics.png"
+# What a card was rendered from (reports, data sources, training summary), written beside it.
+CARD_INPUTS_FILE = "model_card_inputs.json"
+
+# Data sources the project knows, keyed by the `source` names data_prep writes; licenses per SPEC §2 and the
+# files' own LICENSE/README. `hub_id` is listed in the card's `datasets` metadata.
+KNOWN_SOURCES = {
+    "synthetic": {"name": "piiner synthetic generator (Faker templates, this repository)", "license": "Apache-2.0"},
+    "presidio": {"name": "microsoft/presidio-research synthetic sentences", "license": "MIT",
+                 "url": "https://github.com/microsoft/presidio-research"},
+    "wnut17": {"name": "WNUT-17 Emerging Entities (train/dev)", "license": "CC-BY-4.0", "hub_id": "leondz/wnut_17"},
+    "ai4privacy": {"name": "ai4privacy/pii-masking-400k", "license": "custom (commercial use needs a license)"},
+    "ai4privacy_300k": {"name": "ai4privacy/pii-masking-300k", "license": "custom (commercial use needs a license)"},
+    "ai4privacy_500k": {"name": "ai4privacy/open-pii-masking-500k-ai4privacy", "license": "CC-BY-4.0"},
+    "nemotron": {"name": "nvidia/Nemotron-PII", "license": "CC-BY-4.0"},
+    "gretel_finance": {"name": "gretelai/synthetic_pii_finance_multilingual (English rows)", "license": "Apache-2.0"},
+    "gretel_masking": {"name": "gretelai/gretel-pii-masking-en-v1", "license": "Apache-2.0"},
+}
+# The Hub ids of the corpora data_prep reads come from its registry, so the card names what was really loaded.
+for _name, _source in SOURCES.items():
+    if _source.hub_id:
+        KNOWN_SOURCES[_name]["hub_id"] = _source.hub_id
+
+_ALIASES = {"presidio-research": "presidio", "wnut_17": "wnut17", "wnut-17": "wnut17"}
+_ALIASES.update({e["hub_id"]: k for k, e in KNOWN_SOURCES.items() if e.get("hub_id")})
+
+
+def _source_entry(source):
+    if isinstance(source, dict):
+        if not source.get("name") or not source.get("license"):
+            raise ValueError(f"a data source dict needs 'name' and 'license', got {source!r}")
+        return source
+    key = _ALIASES.get(source, source)
+    if key not in KNOWN_SOURCES:
+        raise ValueError(
+            f"unknown data source {source!r}: pass a dict with 'name' and 'license' (known: {sorted(KNOWN_SOURCES)})"
+        )
+    return KNOWN_SOURCES[key]
+
+
+def _config_dict(config):
+    return config.to_dict() if hasattr(config, "to_dict") else dict(config)
+
+
+def _is_baseline(report):
+    return bool(report.get("meta", {}).get("baseline"))
+
+
+def _command(name, report, commands):
+    return (commands or {}).get(name) or report.get("meta", {}).get("command") or "(command not recorded)"
+
+
+def _split_of(report):
+    return report.get("meta", {}).get("split") or "test"
+
+
+def card_metadata(config, reports, data_sources, base_model, repo_id=None):
+    """The front matter as a ``ModelCardData``: licence, tags, datasets, base model and the model-index."""
+    model_name = (repo_id or "piiner").split("/")[-1]
+    eval_results = []
+    for name, report in reports.items():
+        if _is_baseline(report):
+            continue
+        meta = report.get("meta", {})
+        for metric in ("precision", "recall", "f1", "f2"):
+            eval_results.append(EvalResult(
+                task_type="token-classification", task_name="PII detection (strict span match)",
+                dataset_type=meta.get("source") or os.path.basename(str(meta.get("data", name)).rstrip("/")) or name,
+                dataset_name=name, dataset_split=_split_of(report),
+                metric_type=metric, metric_name=f"strict span {metric.upper() if len(metric) == 2 else metric}",
+                metric_value=round(float(report["overall"][metric]), 4),
+            ))
+    hub_datasets = [e["hub_id"] for e in map(_source_entry, data_sources) if e.get("hub_id")]
+    return ModelCardData(
+        language="en", license="apache-2.0", library_name="transformers", pipeline_tag="token-classification",
+        tags=["token-classification", "ner", "pii", "pii-detection", "privacy", "crf", "custom_code"],
+        datasets=hub_datasets or None, base_model=base_model, model_name=model_name,
+        eval_results=eval_results or None,
+        metrics=["precision", "recall", "f1"],
+    )
+
+
+def _architecture(cfg, base_model):
+    enc = cfg.get("encoder_config") or {}
+    return (
+        f"An encoder (`{base_model}`: {enc.get('model_type', '?')}, {enc.get('num_hidden_layers', '?')} layers, "
+        f"hidden {enc.get('hidden_size', '?')}) whose subword states are fused, per token and per dimension "
+        f"through a learned gate, with a character CNN over each token's whole source word (char embedding "
+        f"{cfg.get('char_embedding_dim')}, kernels {cfg.get('char_kernel_sizes')}, {cfg.get('char_channels')} "
+        f"channels each, words up to {cfg.get('max_word_chars')} characters), then a linear emission layer and "
+        f"a BIO-constrained CRF over {len(cfg.get('id2label') or {})} labels. Viterbi decoding; each entity's score "
+        "is its CRF marginal probability. Long texts are tagged in overlapping windows."
+    )
+
+
+def _labels_section(cfg):
+    type_to_tier = cfg.get("type_to_tier") or {}
+    lines = ["| tier | recall target | types |", "|---|---|---|"]
+    for tier in sorted(TIER_TYPES):
+        types = [t for t in type_to_tier if type_to_tier[t] == tier] or list(TIER_TYPES[tier])
+        lines.append(f"| {tier} | {TIER_RECALL_TARGETS[tier]:.2f} | {', '.join(types)} |")
+    return "\n".join(lines)
+
+
+def _summary_table(reports):
+    lines = ["| evaluation set | system | precision | recall | F1 | F2 | gold spans | texts |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, r in reports.items():
+        meta = r.get("meta", {})
+        systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else "this model", r)]
+        systems += [(f"baseline: {b} (same run)", c) for b, c in (r.get("compare") or {}).items()]
+        for system, s in systems:
+            o = s["overall"]
+            lines.append(f"| {name} | {system} | {o['precision']:.3f} | {o['recall']:.3f} | {o['f1']:.3f} | "
+                         f"{o['f2']:.3f} | {o['support']} | {meta.get('n_texts', '?')} |")
+    return "\n".join(lines)
+
+
+def _usage(repo_id, revision):
+    repo = repo_id or "<org>/<repo>"
+    rev = revision or "<commit sha>"
+    return f"""Pin a revision: `trust_remote_code=True` runs the Python files of the repository, so pinning a commit
+pins the code you reviewed together with the weights.
+
+```python
+from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
+
+repo, revision = "{repo}", "{rev}"
+model = AutoModelForTokenClassification.from_pretrained(repo, revision=revision, trust_remote_code=True)
+tokenizer = AutoTokenizer.from_pretrained(repo, revision=revision)
+
+tagger = pipeline("token-classification", model=repo, revision=revision, trust_remote_code=True)
+for entity in tagger("Call John Smith at (555) 010-4477 or john.smith@example.com."):
+    print(entity["type"], entity["tier"], round(entity["score"], 3), entity["start"], entity["end"], entity["word"])
+```
+
+Each entity is a whole span with exact character offsets into the input (`text[start:end] == word`), its PII
+`type`, its sensitivity `tier` (1 = most sensitive) and a confidence `score`.
+
+torch and transformers are all the code needs. With `numba` installed as well, the CRF decode on the CPU runs as
+compiled loops (the same results, ~1 ms instead of ~10 ms for a 350-token text; the first call in a new
+environment spends a few seconds compiling)."""
+
+
+_INTENDED_USE = """**Intended use.** Finding PII in English text so that it can be redacted, masked or routed before the
+text is stored, logged, shared or sent to another model: support tickets, chat logs, emails, form fields. The
+tiers let a deployment choose how aggressively to act per type (e.g. always redact tier 1 and 2).
+
+**Limits.**
+- English only; other languages, scripts and code-mixed text were not evaluated.
+- Trained largely on synthetic and template text; real documents (scans, tables, logs, very long records) differ
+  in style, and recall there can be lower than the figures below. Measure on your own data with
+  `piiner-evaluate` before relying on it.
+- Per-tier recall targets are goals; the tables below show which are met. A missed span is a leak: keep a human
+  or a second check where a miss is costly, and never treat the output as a guarantee of anonymity.
+- Types with few training examples (see per-type support) are the least reliable.
+- Free-text categories (HEALTH_CONDITION, RELIGION, POLITICAL_AFFILIATION, ...) depend on context and are
+  learned mostly from synthetic sentences.
+- Do not use it to identify, profile or track people; it detects spans, it does not establish identity."""
+
+
+def _data_section(data_sources):
+    lines = ["| source | license | note |", "|---|---|---|"]
+    for entry in map(_source_entry, data_sources):
+        note = entry.get("hub_id") or entry.get("url") or ""
+        lines.append(f"| {entry['name']} | {entry['license']} | {note} |")
+    return "\n".join(lines)
+
+
+def _eval_section(reports, commands):
+    parts = []
+    for name, report in reports.items():
+        who = f"baseline `{report['meta']['baseline']}`" if _is_baseline(report) else "this model"
+        parts += [f"### {name} ({who})", "Produced by:", f"```bash\n{_command(name, report, commands)}\n```",
+                  "Overall:", overall_table(report), "Per tier:", tier_table(report)]
+        if not _is_baseline(report):
+            parts += ["<details><summary>Per type</summary>\n", type_table(report, TIER_OF), "\n</details>"]
+        t = report.get("throughput")
+        if t and t.get("texts_per_s"):
+            parts.append(f"Throughput: {t['texts_per_s']:.1f} texts/s, {t['ms_per_1k_chars']:.2f} ms per 1,000 "
+                         f"characters ({t['n_texts']} texts).")
+    return "\n\n".join(parts)
+
+
+def render_model_card(config, reports, commands=None, data_sources=(), base_model=None, repo_id=None,
+                      revision=None, plot_file=PLOT_FILE, training_summary=None):
+    """The card as a string: YAML front matter (Hub metadata, model-index) and the markdown body.
+
+    Args:
+        config: the model's ``PiiNerConfig`` (or its dict).
+        reports: evaluation set name -> ``piiner-evaluate`` JSON report (baselines included, marked by meta).
+        commands: evaluation set name -> the exact command that produced it (default: the report's meta.command).
+        data_sources: training data, as source names known to ``KNOWN_SOURCES`` or dicts {name, license, ...}.
+        base_model: Hub id of the pretrained encoder.
+        repo_id, revision: where the model is published, for the loading snippet.
+        plot_file: the PNG written by ``plot_metrics`` next to the card, or None for no plot.
+        training_summary: optional ``{name: value}`` lines about the run (steps, learning rates, ...).
+    """
+    cfg = _config_dict(config)
+    data = card_metadata(cfg, reports, data_sources, base_model, repo_id)
+    title = (repo_id or "piiner").split("/")[-1]
+    sections = [
+        f"# {title}",
+        "A token-classification model that finds personally identifiable information (PII) in English text: "
+        f"{len(TIER_RECALL_TARGETS)} sensitivity tiers, "
+        f"{len(cfg.get('type_to_tier') or {})} PII types, {len(cfg.get('id2label') or {})} BIO labels.",
+        _architecture(cfg, base_model),
+        "## Results",
+        "Strict span-level scores: a detection counts only when its start, end and type all match the gold span "
+        "exactly. F2 weighs recall twice as much as precision, because a missed PII span costs more than a false "
+        "alarm.",
+        _summary_table(reports) if reports else "_No evaluation reports were given._",
+    ]
+    if plot_file and reports:
+        sections.append(f"![Per-tier recall against its target and per-type F1]({plot_file})")
+    sections += [
+        "## How to use", _usage(repo_id, revision),
+        "## Labels and tiers", _labels_section(cfg),
+        "## Intended use and limits", _INTENDED_USE,
+        "## Training data", _data_section(data_sources) if data_sources else "_Not recorded._",
+        *(["Training run:", "\n".join(f"- {k}: {v}" for k, v in training_summary.items())] if training_summary else []),
+        "## Evaluation", _eval_section(reports, commands) if reports else "_No evaluation reports were given._",
+    ]
+    return f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(sections) + "\n"
+
+
+def plot_metrics(reports, path):
+    """Per-tier recall (bars) against its target (marks), and per-type F1, for each evaluation set; PNG at path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(reports)
+    types = [t for t in PII_TYPES if any(r["per_type"].get(t, {}).get("support") for r in reports.values())]
+    fig, (ax_tier, ax_type) = plt.subplots(
+        1, 2, figsize=(13, max(4.0, 0.28 * len(types) * max(1, len(names)) ** 0.5 + 1.5)),
+        gridspec_kw={"width_ratios": [1, 1.6]},
+    )
+    width = 0.8 / max(1, len(names))
+    tiers = sorted(TIER_RECALL_TARGETS)
+    for k, name in enumerate(names):
+        per_tier = {int(t): v for t, v in reports[name]["per_tier"].items()}
+        xs = [t + (k - (len(names) - 1) / 2) * width for t in tiers]
+        ax_tier.bar(xs, [per_tier[t]["recall"] if per_tier[t]["support"] else 0.0 for t in tiers], width,
+                    label=name)
+        ys = [i + (k - (len(names) - 1) / 2) * width for i in range(len(types))]
+        ax_type.barh(ys, [reports[name]["per_type"].get(t, {}).get("f1", 0.0) for t in types], width, label=name)
+    ax_tier.scatter(tiers, [TIER_RECALL_TARGETS[t] for t in tiers], marker="_", s=900, color="black", zorder=3,
+                    label="recall target")
+    ax_tier.set(xticks=tiers, xlabel="tier", ylabel="strict span recall", ylim=(0, 1.05),
+                title="Recall per tier vs target")
+    ax_tier.legend(fontsize=7, loc="best")
+    ax_type.set(yticks=range(len(types)), yticklabels=types, xlim=(0, 1.0), xlabel="strict span F1",
+                title="F1 per type (types with gold spans)")
+    ax_type.invert_yaxis()
+    ax_type.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def validate_card(content):
+    """Parse the card as the Hub client does; raise ``ValueError`` if its metadata or model-index is malformed.
+
+    ``ModelCard.validate()`` posts the card to the Hub, so offline the checks here are what the client itself
+    enforces when loading metadata (YAML, model-index -> eval results) plus the fields this project requires.
+    """
+    card = ModelCard(content, ignore_metadata_errors=False)
+    data = card.data.to_dict()
+    for key in ("license", "language", "library_name", "pipeline_tag"):
+        if not data.get(key):
+            raise ValueError(f"model card metadata lacks {key!r}")
+    for result in card.data.eval_results or []:
+        if not isinstance(result.metric_value, (int, float)) or not 0.0 <= result.metric_value <= 1.0:
+            raise ValueError(f"model-index metric out of [0, 1]: {result}")
+    return card
+
+
+def write_model_card(output_dir, config, reports, commands=None, data_sources=(), base_model=None, repo_id=None,
+                     revision=None, training_summary=None, validate_online=False):
+    """Write README.md and model_card.md (same card) and the metrics plot into ``output_dir``; returns the card.
+
+    ``validate_online=True`` also runs the Hub's own validation (``ModelCard.validate()``, needs the network).
+    """
+    os.makedirs(output_dir, exist_ok=True)
+    plot_file = PLOT_FILE if reports else None
+    if plot_file:
+        plot_metrics(reports, os.path.join(output_dir, plot_file))
+    content = render_model_card(config, reports, commands, data_sources, base_model, repo_id, revision, plot_file,
+                                training_summary)
+    card = validate_card(content)
+    if validate_online:
+        card.validate()
+    for filename in ("README.md", "model_card.md"):
+        with open(os.path.join(output_dir, filename), "w", encoding="utf-8") as f:
+            f.write(content)
+    # Everything the card was made from, so evaluations run later can be added to it (add_reports).
+    inputs = {"reports": reports, "commands": commands, "data_sources": list(data_sources), "base_model": base_model,
+              "repo_id": repo_id, "revision": revision, "training_summary": training_summary}
+    with open(os.path.join(output_dir, CARD_INPUTS_FILE), "w", encoding="utf-8") as f:
+        json.dump(inputs, f, indent=2, default=str)
+    return content
+
+
+def add_reports(model_dir, reports):
+    """
+    Re-render the card in `model_dir` with more evaluation reports (name -> `piiner-evaluate` JSON path or
+    dict), keeping what the training run put in it; a report under an existing name replaces it. Returns the card.
+    """
+    from piiner.configuration_piiner import PiiNerConfig
+
+    path = os.path.join(model_dir, CARD_INPUTS_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no {CARD_INPUTS_FILE} in {model_dir}: its card was not written by this version of "
+                                "train.py / write_model_card")
+    with open(path, encoding="utf-8") as f:
+        inputs = json.load(f)
+    for name, report in reports.items():
+        if not isinstance(report, dict):
+            with open(report, encoding="utf-8") as f:
+                report = json.load(f)
+        if "overall" not in report:
+            raise ValueError(f"report {name!r} is not an piiner-evaluate report (no 'overall')")
+        inputs["reports"][name] = report
+    config = PiiNerConfig.from_pretrained(model_dir)
+    return write_model_card(model_dir, config, **inputs)
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        description="Add piiner-evaluate reports to the model card of a trained model folder (README.md, "
+        "model_card.md and the plot are rewritten; the training run's own sections stay)."
+    )
+    parser.add_argument("model_dir")
+    parser.add_argument("--report", action="append", required=True, metavar="NAME=REPORT.json",
+                        help="evaluation set name shown in the card, and the report; repeatable")
+    args = parser.parse_args(argv)
+    reports = {}
+    for item in args.report:
+        name, sep, report_path = item.rpartition("=")
+        if not sep or not name:
+            parser.error(f"--report takes NAME=REPORT.json, got {item!r}")
+        reports[name] = report_path
+    add_reports(args.model_dir, reports)
+    print(f"model card of {args.model_dir} now has: {', '.join(reports)}")
+
+
+__all__ = ["render_model_card", "write_model_card", "add_reports", "plot_metrics", "validate_card", "card_metadata",
+           "KNOWN_SOURCES"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""Export a piiner tagger to ONNX with torch.onnx (the dynamo exporter), with its CRF.
+
+Two forms of graph, both taking `input_ids`, `attention_mask`, `word_chars` (the batch's distinct words) and
+`word_index` (each token's word, -1 for none; `graph_inputs` makes both from the model's `char_ids`), with dynamic
+batch, sequence, word-count and word-length axes:
+
+- default (`decode_in_graph=False`): returns `emissions` (log-softmax emission scores), `crf_mask` (the CRF
+  positions) and the constrained CRF scores `crf_start`, `crf_transitions` (`[to, from]`), `crf_end`. The graph is
+  self-contained; the runtime (`export.onnx_runtime`) decodes them with `crf_piiner`'s NumPy Viterbi and marginals,
+  the very functions the PyTorch model runs at inference on the CPU. This is the fast form: onnxruntime runs a
+  `Scan` body node by node, ~100 us per position, which made the in-graph decode of a 360-token text cost more
+  than the int8 encoder.
+- `decode_in_graph=True`: returns `emissions`, `decoded_tags` (the Viterbi path, -100 off the CRF positions) and
+  `tag_scores` (the CRF marginal of each decoded tag), the decode written as two `Scan` loops
+  (`export.crf_graph`), for runtimes with no Python beside them.
+
+`PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
+characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
+in Python over the sequence. `PiiNerExportWrapper` computes the same function with the same weights in a static
+shape: the char CNN over every distinct word at the padded width (tokens without characters are discarded by a
+`where`), the fusion's char side once per word as the model does at inference. Everything the export needs
+from the model is read from its modules, so a retrained or resized model exports without change here.
+"""
+
+import copy
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from piiner.export.crf_graph import scan_decode, transition_sums
+from piiner.modeling_piiner import PiiNerForTokenClassification, distinct_rows
+
+
+INPUT_NAMES = ("input_ids", "attention_mask", "word_chars", "word_index")
+DECODED_OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")  # decode_in_graph=True
+CRF_OUTPUT_NAMES = ("emissions", "crf_mask", "crf_start", "crf_transitions", "crf_end")  # the default
+ONNX_FILE = "model.onnx"
+# Written next to the graph: how it was exported (input and output names, opset), for people and tools.
+EXPORT_INFO_FILE = "onnx_export.json"
+# Model metadata: "none" on the graphs exported here, "dynamic" on their `export.quantize` copies (activations
+# quantised at run time), so `OnnxPiiNer` knows how to batch a graph without reading it a second time.
+ACTIVATION_QUANTIZATION_KEY = "piiner.activation_quantization"
+# Opset 20 has a Gelu operator: the encoder's GELU exports as one node instead of Div, Erf, Add and two Muls, which
+# onnxruntime does not fuse. Quickstart int8 graph, one 347-token text, 1 thread, opset 18 against 20 with calls
+# interleaved (`benchmarks/bench_onnx_session.py --graphs ...`): 51.3 -> 49.3 ms and 52.1 -> 50.2 ms in two runs.
+DEFAULT_OPSET = 20
+
+
+def dense_char_features(char_cnn: nn.Module, char_ids: torch.LongTensor) -> torch.Tensor:
+    """
+    `PiiNerCharCNN.forward` on every row of `char_ids` (words, num_chars) without trimming the char axis to the
+    longest word: the trim is a data-dependent shape. Padding the char axis changes nothing, because the max-pool
+    only reads windows that start inside the word; it is padded by the widest kernel so any width is convolvable.
+
+    The words are convolved end to end as one row, not as a batch of rows: onnxruntime's Conv runs a batch as one
+    small matrix product per row, which two threads made slower than one. Quickstart int8 graph, one ~1,200-char
+    text, batch of rows against one row (`benchmarks/bench_onnx_session.py --graphs BEFORE,AFTER --profile 10`):
+    2 threads, FusedConv 8.6 -> 1.5 ms and the call 27.9 -> 26.1 ms (44.1 -> 36.6 ms in a slow spell of the VM);
+    1 thread, 2.5 -> 2.4 ms. A window read by the max-pool starts at least `kernel - 1` characters before the end of
+    its word's padded row, so it never reaches the next word.
+    """
+    widest = max(char_cnn.kernel_sizes)
+    char_ids = nn.functional.pad(char_ids, (0, widest))
+    num_words, width = char_ids.shape
+    lengths = (char_ids != 0).sum(-1)
+    embedded = char_cnn.embedding(char_ids) * (char_ids != 0).unsqueeze(-1)  # (words, width, dim)
+    row = embedded.reshape(1, num_words * width, -1).transpose(1, 2)  # (1, dim, words * width)
+    starts = torch.arange(width, device=char_ids.device)
+    pooled = []
+    for kernel_size, conv in zip(char_cnn.kernel_sizes, char_cnn.convs):
+        features = nn.functional.pad(torch.relu(conv(row)), (0, kernel_size - 1))  # window starts, as in `row`
+        features = features.reshape(-1, num_words, width)  # (channels, words, width)
+        readable = starts.unsqueeze(0) < (lengths - kernel_size + 1).clamp(min=1).unsqueeze(1)
+        pooled.append((features * readable).amax(dim=-1).transpose(0, 1))
+    return torch.cat(pooled, dim=-1)
+
+
+class PiiNerExportWrapper(nn.Module):
+    """
+    An export-friendly forward of a [`PiiNerForTokenClassification`] in eval mode (dropout off), sharing its
+    weights. Token type ids are not an input: piiner encodes single texts, whose token types are all 0, which is
+    what the encoder assumes when none are given.
+    """
+
+    def __init__(self, model: PiiNerForTokenClassification, decode_in_graph: bool = False):
+        super().__init__()
+        self.model = model.eval()
+        self.decode_in_graph = decode_in_graph
+        self.output_names = DECODED_OUTPUT_NAMES if decode_in_graph else CRF_OUTPUT_NAMES
+        # The CRF's per-step sum tables, as buffers: torch.export traces module state, not loose constant tensors
+        # captured by a scan body (those fail in non-strict export).
+        self._sums = transition_sums(model.crf.constrained_transitions()[1])
+        self._sum_tables = [name for name, value in vars(self._sums).items() if isinstance(value, torch.Tensor)]
+        for name in self._sum_tables:
+            self.register_buffer(f"crf_sums_{name}", getattr(self._sums, name), persistent=False)
+
+    def forward(self, input_ids, attention_mask, word_chars, word_index):
+        """`word_chars` (words, num_chars): the distinct words of the batch; `word_index` (batch, seq_len): each
+        token's row in it, -1 for tokens without characters (see `graph_inputs`)."""
+        piiner = self.model.piiner
+        hidden = piiner.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
+        batch, seq_len = word_index.shape
+        word_features = dense_char_features(piiner.char_cnn, word_chars).to(hidden.dtype)
+        fused = piiner.fusion.forward_shared(
+            word_features, word_index.clamp(min=0).reshape(-1), hidden.reshape(batch * seq_len, -1)
+        ).reshape(hidden.shape)
+        # The CRF positions of `crf_positions`: inside the attention mask and with characters.
+        mask = (word_index >= 0) & attention_mask.bool()
+        hidden = torch.where(mask.unsqueeze(-1), fused, hidden)
+        emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
+        start, transitions, end = self.model.crf.constrained_transitions()
+        if not self.decode_in_graph:
+            return emissions, mask, start, transitions, end
+        sums = copy.copy(self._sums)
+        for name in self._sum_tables:
+            setattr(sums, name, getattr(self, f"crf_sums_{name}"))
+        decoded_tags, tag_scores = scan_decode(emissions, mask, start, transitions, end, sums)
+        return emissions, decoded_tags, tag_scores
+
+
+def graph_inputs(input_ids, attention_mask, char_ids) -> tuple:
+    """
+    The graph's inputs from the model's: `char_ids` (batch, seq_len, num_chars) becomes `word_chars`, the distinct
+    words of the batch (sub-tokens of a word, and every repeat of a word, share one row, so the char CNN runs once
+    per word as in the PyTorch model), and `word_index` (batch, seq_len), each token's row, -1 for tokens without
+    characters. Tensors or arrays in, int64 NumPy arrays out.
+    """
+    import numpy as np
+
+    def as_array(value):
+        return np.ascontiguousarray(value.numpy() if hasattr(value, "numpy") else np.asarray(value), dtype=np.int64)
+
+    input_ids, attention_mask, char_ids = as_array(input_ids), as_array(attention_mask), as_array(char_ids)
+    batch, seq_len, num_chars = char_ids.shape
+    has_chars = (char_ids != 0).any(-1)
+    word_index = np.full((batch, seq_len), -1, dtype=np.int64)
+    rows = char_ids[has_chars]
+    if not len(rows):  # no word at all: one empty row keeps every shape valid
+        return input_ids, attention_mask, np.zeros((1, max(num_chars, 1)), dtype=np.int64), word_index
+    words, inverse = distinct_rows(torch.from_numpy(rows))  # the model's own grouping
+    word_index[has_chars] = inverse.numpy()
+    return input_ids, attention_mask, words.numpy(), word_index
+
+
+def example_inputs(config, batch: int = 2, seq_len: int = 7, num_chars: int = 9) -> tuple[torch.Tensor, ...]:
+    """Inputs to trace the export with. The sizes differ from each other and from 0 and 1, which the exporter
+    would specialise; the second row is shorter, so padding is traced too, and two tokens share a word."""
+    vocab_size = config.encoder_config.vocab_size
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(low=1, high=vocab_size, size=(batch, seq_len), generator=generator)
+    attention_mask = torch.ones(batch, seq_len, dtype=torch.long)
+    attention_mask[1, seq_len - 2 :] = 0
+    char_ids = torch.randint(1, config.char_vocab_size, (batch, seq_len, num_chars), generator=generator)
+    char_ids[:, :, num_chars - 3 :] = 0
+    char_ids[:, 0] = 0  # a [CLS]: no characters, outside the CRF
+    char_ids[1, seq_len - 2 :] = 0
+    char_ids[0, 2] = char_ids[0, 1]  # two sub-tokens of one word
+    return tuple(torch.from_numpy(a) for a in graph_inputs(input_ids, attention_mask, char_ids))
+
+
+def dynamic_dims(config) -> tuple:
+    """The dynamic axes: batch, sequence (up to the encoder's position table, which BERT-like encoders check while
+    tracing), distinct words and characters per word."""
+    max_positions = getattr(config.encoder_config, "max_position_embeddings", None)
+    seq_len = torch.export.Dim("seq_len", max=max_positions) if max_positions else torch.export.Dim("seq_len")
+    return torch.export.Dim("batch"), seq_len, torch.export.Dim("words"), torch.export.Dim("num_chars")
+
+
+def export_onnx(
+    model: PiiNerForTokenClassification,
+    output_dir: str | Path,
+    tokenizer=None,
+    opset_version: int = DEFAULT_OPSET,
+    verify: bool = True,
+    decode_in_graph: bool = False,
+) -> Path:
+    """
+    Export `model` to `output_dir/model.onnx`, with the model's config (and `tokenizer`, when given) saved beside it
+    so that `export.onnx_runtime.OnnxPiiNer(output_dir)` has everything it needs.
+
+    Args:
+        model: a `PiiNerForTokenClassification` (its weights are read, not changed; it is put in eval mode).
+        output_dir: folder to write; created if missing.
+        tokenizer: the model's fast tokenizer, saved next to the graph.
+        opset_version: ONNX opset of the graph.
+        verify: run the exported graph once in onnxruntime on the trace inputs and compare with PyTorch.
+        decode_in_graph: put the Viterbi decode and marginals in the graph as `Scan` loops (portable, slower at
+            small batches) instead of returning the CRF scores for the runtime to decode.
+
+    Returns:
+        The path of the `.onnx` file.
+    """
+    if not isinstance(model, PiiNerForTokenClassification):
+        # Checked by class name too: a model loaded as remote code is a different class object with the same name.
+        if type(model).__name__ != "PiiNerForTokenClassification":
+            raise TypeError(f"export_onnx exports a PiiNerForTokenClassification, got {type(model).__name__}")
+    output_dir = Path(output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    # Eager attention: the SDPA path exports as softmax followed by an IsNaN/Where pass over every (heads, seq,
+    # seq) score tensor, which onnxruntime runs as two more full passes per layer (~15% of the int8 graph at batch 1).
+    attention = model.piiner.encoder.config._attn_implementation
+    model.piiner.encoder.set_attn_implementation("eager")
+    try:
+        return _export(model, output_dir, tokenizer, opset_version, verify, decode_in_graph)
+    finally:
+        model.piiner.encoder.set_attn_implementation(attention)
+
+
+def _export(model, output_dir, tokenizer, opset_version, verify, decode_in_graph) -> Path:
+    onnx_path = output_dir / ONNX_FILE
+    wrapper = PiiNerExportWrapper(model, decode_in_graph=decode_in_graph).requires_grad_(False)
+    inputs = example_inputs(model.config)
+    batch, seq_len, words, num_chars = dynamic_dims(model.config)
+    dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: words, 1: num_chars}, {0: batch, 1: seq_len})
+    with torch.no_grad():
+        program = torch.onnx.export(
+            wrapper,
+            inputs,
+            dynamo=True,
+            dynamic_shapes=dynamic_shapes,
+            input_names=list(INPUT_NAMES),
+            output_names=list(wrapper.output_names),
+            opset_version=opset_version,
+            verbose=False,
+        )
+    # One file: the models this repo exports are far below protobuf's 2 GB limit, and one file is what
+    # quantize_dynamic and most deployment tools expect.
+    program.model.metadata_props[ACTIVATION_QUANTIZATION_KEY] = "none"
+    program.save(str(onnx_path), external_data=False)
+    model.config.save_pretrained(output_dir)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(output_dir)
+    info = {"onnx_file": ONNX_FILE, "inputs": list(INPUT_NAMES), "outputs": list(wrapper.output_names),
+            "decode_in_graph": decode_in_graph, "opset": opset_version}
+    (output_dir / EXPORT_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+    if verify:
+        verify_export(wrapper, onnx_path, inputs)
+    return onnx_path
+
+
+def verify_export(wrapper: nn.Module, onnx_path: str | Path, inputs, atol: float = 1e-4) -> None:
+    """Run the graph in onnxruntime and raise if its emissions, tags or scores differ from PyTorch's."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    feeds = {name: tensor.numpy() for name, tensor in zip(INPUT_NAMES, inputs)}
+    names = list(wrapper.output_names)
+    got = session.run(names, feeds)
+    with torch.no_grad():
+        expected = [t.numpy() for t in wrapper(*inputs)]
+    for name, exp, out in zip(names, expected, got):
+        if exp.shape != out.shape:
+            raise RuntimeError(f"exported graph gives {name} of shape {out.shape}, PyTorch {exp.shape}")
+        if name in ("decoded_tags", "crf_mask"):
+            mismatch = exp != out
+        else:
+            # Forbidden labels sit near -1e4 in log space: compare relative there.
+            mismatch = abs(exp - out) > atol + 1e-5 * abs(exp)
+        if mismatch.any():
+            raise RuntimeError(f"exported graph disagrees with PyTorch on {name} at {int(mismatch.sum())} entries")

@@ -1,0 +1,262 @@
+"""Train a piiner model.
+
+    piiner-train --config configs/quickstart.yaml [--field value ...]
+    accelerate launch --config_file accelerate_configs/cpu_ddp.yaml train.py --config configs/tiny.yaml
+
+The YAML holds any field of ModelArguments, DataArguments and PiiTrainingArguments (training/args.py); a flag on
+the command line overrides it. The output folder is a complete Hub model repo: weights, config with labels and
+tiers, tokenizer, the model's code files, a model card (README.md) and the evaluation reports.
+"""
+
+import json
+import logging
+import os
+import sys
+
+import datasets
+import torch
+import transformers
+from transformers import AutoTokenizer, EarlyStoppingCallback, set_seed
+
+from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.training.args import parse_args, resolve_backbone
+from piiner.training.callbacks import HubFilesCallback, NonFiniteGuard
+from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts
+from piiner.training.collator import PiiNerCollator
+from piiner.training.features import build_features, oversample
+from piiner.evaluation.model_card import KNOWN_SOURCES, write_model_card
+from piiner.training.args import EMBEDDED_MINILM
+from piiner.training.hub import ensure_code_files, format_upload_plan, upload_plan
+from piiner.training.span_eval import SpanEvaluator, keep_tags_and_scores
+from piiner.training.trainer import PiiNerTrainer
+
+logger = logging.getLogger("piiner.train")
+
+LOCAL_PREFIXES = ("/", "./", "../", "~", "data/", "runs/")
+
+
+def load_records(data_args):
+    """The unified records as a DatasetDict, from a save_to_disk folder, a folder of .jsonl files or the Hub."""
+    path = os.path.expanduser(data_args.dataset)
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "dataset_dict.json")):
+            return datasets.load_from_disk(path)
+        files = {
+            split: os.path.join(path, f"{split}.jsonl")
+            for split in (data_args.train_split, data_args.validation_split, data_args.test_split)
+            if split and os.path.isfile(os.path.join(path, f"{split}.jsonl"))
+        }
+        if not files:
+            raise SystemExit(f"{path} holds neither a saved DatasetDict (dataset_dict.json) nor <split>.jsonl files")
+        return datasets.load_dataset("json", data_files=files)
+    if data_args.dataset.startswith(LOCAL_PREFIXES) or os.sep in data_args.dataset and not _looks_like_hub_id(path):
+        command = f"piiner-data build --sources {data_args.dataset_sources or '<sources>'} --out {data_args.dataset}"
+        raise SystemExit(f"dataset folder {data_args.dataset} not found: build it first with\n    {command}")
+    return datasets.load_dataset(data_args.dataset)
+
+
+def _looks_like_hub_id(name):
+    return name.count("/") == 1 and not name.startswith((".", "/"))
+
+
+def select_split(records, name, limit, what):
+    if name not in records:
+        raise SystemExit(f"the dataset has no {what} split {name!r} (splits: {sorted(records)})")
+    split = records[name]
+    return split.select(range(min(limit, len(split)))) if limit is not None else split
+
+
+def build_model(model_args):
+    """(tokenizer, model): a fresh head on the backbone, or a saved piiner model to continue from."""
+    overrides = {k: v for k in ("char_dropout", "classifier_dropout") if (v := getattr(model_args, k)) is not None}
+    if model_args.init_from_checkpoint:
+        source = model_args.init_from_checkpoint
+        model = PiiNerForTokenClassification.from_pretrained(source, **overrides)
+    else:
+        source = resolve_backbone(model_args.model_name_or_path)
+        model = PiiNerForTokenClassification.from_backbone(source, **overrides)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone(model_args.tokenizer_name_or_path or source))
+    if not tokenizer.is_fast:
+        raise SystemExit(f"the tokenizer of {source} is not a fast tokenizer: piiner needs token offsets")
+    return tokenizer, model
+
+
+def record_process_group(training_args):
+    """Write this rank's view of the process group to <output_dir>/_ranks/rank<N>.json (not pushed: leading "_").
+
+    Every rank lists the pids of all ranks, gathered through the process group, which proves they share one.
+    """
+    info = {"rank": training_args.process_index, "world_size": training_args.world_size, "pid": os.getpid()}
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        pids = [None] * torch.distributed.get_world_size()
+        torch.distributed.all_gather_object(pids, os.getpid())
+        info.update(backend=torch.distributed.get_backend(), group_pids=pids)
+    folder = os.path.join(training_args.output_dir, "_ranks")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"rank{training_args.process_index}.json"), "w") as f:
+        json.dump(info, f)
+    logger.info("process %d of %d (pid %d)", info["rank"], info["world_size"], info["pid"])
+
+
+def main(argv=None, extra_callbacks=()):
+    model_args, data_args, training_args = parse_args(argv)
+    logging.basicConfig(
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO, stream=sys.stdout, force=True
+    )
+    transformers.utils.logging.set_verbosity(training_args.get_process_log_level())
+    datasets.utils.logging.set_verbosity(training_args.get_process_log_level())
+    if training_args.early_stopping_patience is not None and not (
+        training_args.load_best_model_at_end and training_args.metric_for_best_model
+    ):
+        raise SystemExit("early_stopping_patience needs load_best_model_at_end: true and a metric_for_best_model")
+    if training_args.torch_num_threads:
+        torch.set_num_threads(training_args.torch_num_threads)
+    set_seed(training_args.seed)
+    record_process_group(training_args)
+
+    records = load_records(data_args)
+    train_records = select_split(records, data_args.train_split, data_args.max_train_samples, "training")
+    eval_records = select_split(records, data_args.validation_split, data_args.max_eval_samples, "validation")
+    test_records = records[data_args.test_split] if data_args.test_split in records else None
+    tokenizer, model = build_model(model_args)
+    config = model.config
+
+    # The main process tokenizes and writes the cache; the other ranks then read it instead of redoing the work.
+    with training_args.main_process_first(desc="tokenize"):
+        window = dict(max_length=data_args.max_length, stride=data_args.stride)
+        train_features = build_features(train_records, tokenizer, config, desc="tokenize train", **window)
+        eval_features = build_features(eval_records, tokenizer, config, desc="tokenize validation", **window)
+        test_features = (
+            build_features(test_records, tokenizer, config, desc="tokenize test", **window) if test_records else None
+        )
+    for name, recs, feats in (("train", train_records, train_features), ("validation", eval_records, eval_features)):
+        n_spans = sum(len(s or ()) for s in recs["spans"])
+        logger.info(
+            "%s: %d records -> %d windows; %d of %d spans have a boundary inside a token (unreachable by strict "
+            "span match)", name, len(recs), len(feats), sum(feats["unreachable_spans"]), n_spans,
+        )
+    train_features, n_oversampled = oversample(
+        train_features, train_records, data_args.oversampled_tiers, data_args.oversample_factor
+    )
+    if n_oversampled:
+        logger.info(
+            "oversampling: %d records with tier %s spans appear %dx -> %d training windows",
+            n_oversampled, data_args.oversample_tiers, data_args.oversample_factor, len(train_features),
+        )
+
+    class_weights = None
+    if training_args.class_weighting == "inverse_sqrt":
+        counts = label_counts(train_features["labels"], len(config.id2label))
+        class_weights = inverse_sqrt_class_weights(counts, outside_id=config.label2id["O"])
+
+    evaluator = SpanEvaluator(eval_records, eval_features, config)
+    callbacks = [NonFiniteGuard(), HubFilesCallback(), *extra_callbacks]
+    if training_args.early_stopping_patience is not None:
+        callbacks.append(
+            EarlyStoppingCallback(training_args.early_stopping_patience, training_args.early_stopping_threshold)
+        )
+    trainer = PiiNerTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=train_features,
+        eval_dataset=eval_features,
+        data_collator=PiiNerCollator(tokenizer.pad_token_id, min_chars=max(config.char_kernel_sizes)),
+        processing_class=tokenizer,
+        compute_metrics=evaluator,
+        preprocess_logits_for_metrics=keep_tags_and_scores,
+        callbacks=callbacks,
+        class_weights=class_weights,
+    )
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    if trainer.control.should_training_stop and trainer.state.global_step < trainer.state.max_steps:
+        logger.info("training stopped early at step %d", trainer.state.global_step)
+    trainer.save_model()
+    trainer.save_state()
+
+    reports = {}
+    if training_args.do_eval or training_args.eval_strategy != "no":
+        metrics = trainer.evaluate()
+        trainer.save_metrics("eval", metrics)
+        reports["validation"] = {**evaluator.last_report, "n_texts": len(eval_records)}
+    if test_features is not None:
+        trainer.compute_metrics = SpanEvaluator(test_records, test_features, config)
+        metrics = trainer.predict(test_features, metric_key_prefix="test").metrics
+        trainer.save_metrics("test", metrics)
+        reports["test"] = {**trainer.compute_metrics.last_report, "n_texts": len(test_records)}
+
+    if trainer.is_world_process_zero():
+        finish_output_folder(trainer, model_args, data_args, reports, train_records, n_oversampled)
+    if training_args.push_to_hub:
+        trainer.push_to_hub(commit_message="piiner training run")
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+    return trainer
+
+
+def finish_output_folder(trainer, model_args, data_args, reports, train_records, n_oversampled):
+    """Code files, evaluation reports and the model card next to the weights; the push dry run, if asked."""
+    args = trainer.args
+    ensure_code_files(args.output_dir)
+    command = "piiner-train " + " ".join(sys.argv[1:])
+    named_reports = {}
+    for split, report in reports.items():
+        report = dict(report)
+        report["meta"] = {"split": split, "command": command, "n_texts": report.pop("n_texts"), "model": args.output_dir}
+        with open(os.path.join(args.output_dir, f"evaluation_{split}.json"), "w") as f:
+            json.dump(report, f, indent=2)
+        named_reports[f"{os.path.basename(os.path.normpath(data_args.dataset))} {split} split"] = report
+    summary = {
+        "training records": f"{len(train_records):,}" + (
+            f" ({n_oversampled:,} with tier {data_args.oversample_tiers} spans oversampled x{data_args.oversample_factor})"
+            if n_oversampled else ""
+        ),
+        "optimizer steps": f"{trainer.state.global_step} (epochs: {trainer.state.epoch or 0:.2f})",
+        "window": f"{data_args.max_length} tokens, stride {data_args.stride}",
+        "learning rates": f"backbone {args.backbone_learning_rate}, char CNN + fusion {args.char_learning_rate}, "
+        f"emissions + CRF {args.head_learning_rate}",
+        "backbone AdamW eps": trainer.backbone_epsilon(trainer.model),
+        "tier loss weights": args.tier_weight_schedule or args.tier_weights,
+        "class weighting": args.class_weighting,
+        "processes x batch per device": f"{args.world_size} x {args.per_device_train_batch_size}",
+        "seed": args.seed,
+        "command": f"`{command}`",
+    }
+    if args.metric_for_best_model:
+        summary["best checkpoint"] = (
+            f"{trainer.state.best_model_checkpoint} ({args.metric_for_best_model} = {trainer.state.best_metric})"
+        )
+    sources = sorted(set(train_records["source"])) if "source" in train_records.column_names else []
+    data_sources = [s if s in KNOWN_SOURCES else {"name": s, "license": "not recorded"} for s in sources]
+    trainer.model_card_text = write_model_card(
+        args.output_dir, trainer.model.config, named_reports, data_sources=data_sources,
+        base_model=hub_base_model(model_args), repo_id=args.hub_model_id, training_summary=summary,
+    )
+    if args.push_dry_run:
+        repo_id = args.hub_model_id or os.path.basename(os.path.abspath(args.output_dir))
+        print(format_upload_plan(upload_plan(args.output_dir), repo_id), flush=True)
+
+
+def hub_base_model(model_args):
+    """The Hub id of the encoder for the card's metadata, when there is one (not for a local folder)."""
+    name = model_args.model_name_or_path
+    if name.lower() == EMBEDDED_MINILM.lower():
+        return "sentence-transformers/all-MiniLM-L6-v2"
+    return name if _looks_like_hub_id(name) and not os.path.exists(name) else None
+
+
+def cli(argv=None):
+    """The console entry point (`piiner-train`, `python -m piiner.train`, `accelerate launch -m piiner.train`)."""
+    trainer = main(argv)
+    if trainer.args.world_size > 1:
+        # Leave without running destructors. On torch 2.13 the gloo process group, freed late by DDP's reducer,
+        # joins its worker threads while holding the GIL; a worker still releasing a finished all-gather's tensors
+        # needs the GIL, and the rank can hang forever. Everything is written and the group was destroyed by main().
+        sys.stdout.flush()
+        sys.stderr.flush()
+        logging.shutdown()
+        os._exit(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
