@@ -5,11 +5,11 @@ import datetime
 import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from deid.surrogates import SurrogateGenerator, iban_valid, luhn_check_digit, luhn_valid
-from pii_schema import PII_TYPES
+from piiner.deid.surrogates import SurrogateGenerator, iban_valid, luhn_check_digit, luhn_valid
+from piiner.pii_schema import PII_TYPES
 
 KEY = b"test key"
 
@@ -142,6 +142,7 @@ ARBITRARY_GEN = SurrogateGenerator(KEY)
 
 @settings(max_examples=60, deadline=None)
 @given(value=st.text(min_size=1, max_size=30), pii_type=st.sampled_from(PII_TYPES))
+@example(value="1 ²", pii_type="DATE")  # a digit str.isdigit() accepts and int() does not (found by this test)
 def test_never_equal_on_arbitrary_unicode(value, pii_type):
     fake = ARBITRARY_GEN(value, pii_type)
     assert isinstance(fake, str) and fake.casefold() != value.casefold()

@@ -1,0 +1,424 @@
+"""Format-preserving surrogates: a realistic fake value in place of each PII value ("hide in plain sight").
+
+A surrogate keeps the shape a reader or a downstream parser relies on (an SSN stays ``ddd-dd-dddd`` with a
+plausible area number, a card number keeps its grouping and passes the Luhn check, an IBAN keeps its country,
+length and a valid mod-97 checksum, a date keeps its field order, padding and month-name style) while carrying
+none of the original's content beyond that shape (and, for cards, the first digit, which only names the brand).
+
+Every surrogate is drawn from a random generator seeded with HMAC-SHA256(key, type, value), so the same value of
+the same type always gets the same surrogate under one key: within a document, and across documents and runs
+when the caller keeps the key. Without the key the mapping cannot be recomputed; with it, it can, so the key is a
+secret. A surrogate is never equal to its original (compared case-insensitively), including one-character and
+punctuation-only values.
+"""
+
+import calendar
+import datetime
+import functools
+import hashlib
+import hmac
+import ipaddress
+import random
+import re
+import string
+
+from faker import Faker
+
+from piiner.checksums import iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
+
+ASCII_DIGITS = frozenset(string.digits)
+
+# Short vocabularies for the categorical types, where a random string would read as noise.
+CATEGORY_VALUES = {
+    "GENDER": ("female", "male", "non-binary", "woman", "man"),
+    "NATIONALITY": ("Canadian", "Brazilian", "Norwegian", "Kenyan", "Japanese", "Irish", "Chilean", "Polish"),
+    "RELIGION": ("Buddhist", "Catholic", "Hindu", "Jewish", "Muslim", "Protestant", "Sikh", "atheist"),
+    "MARITAL_STATUS": ("single", "married", "divorced", "widowed", "separated"),
+    "SEXUAL_ORIENTATION": ("heterosexual", "gay", "lesbian", "bisexual", "asexual"),
+    "POLITICAL_AFFILIATION": ("Green Party member", "Liberal", "Conservative", "independent", "Social Democrat"),
+    "HEALTH_CONDITION": ("asthma", "type 2 diabetes", "hypertension", "migraine", "eczema", "anemia"),
+    "CRIMINAL_RECORD": ("a misdemeanor conviction", "a DUI conviction", "a prior arrest", "a petty theft charge"),
+}
+NAME_TITLES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "sir", "madam", "rev"})
+MONTHS_FULL = tuple(calendar.month_name)[1:]
+MONTHS_ABBR = tuple(calendar.month_abbr)[1:]
+WEEKDAYS_FULL = tuple(calendar.day_name)
+WEEKDAYS_ABBR = tuple(calendar.day_abbr)
+ORDINAL_SUFFIXES = frozenset({"st", "nd", "rd", "th"})
+WEEKDAY_NAMES = frozenset(w.lower() for w in WEEKDAYS_FULL + WEEKDAYS_ABBR)
+
+
+def keyed_digest(key, purpose, *parts):
+    """HMAC-SHA256 of ``parts`` under ``key``, domain-separated by ``purpose`` so that the hash mode and the
+    surrogate seeds never share a value."""
+    message = b"\x00".join([purpose.encode()] + [p.encode("utf-8", "surrogatepass") for p in parts])
+    return hmac.new(key, message, hashlib.sha256).digest()
+
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shape helpers
+
+
+def match_case(template, text):
+    """``text`` in the case style of ``template``: UPPER, lower, or as generated (Title for names)."""
+    letters = [c for c in template if c.isalpha()]
+    if letters and all(c.isupper() for c in letters) and len(letters) > 1:
+        return text.upper()
+    if letters and all(c.islower() for c in letters):
+        return text.lower()
+    return text
+
+
+def fill_layout(layout, chars, is_slot):
+    """Write ``chars`` in order into the positions of ``layout`` where ``is_slot(ch)`` holds; the rest is kept."""
+    chars = iter(chars)
+    return "".join(next(chars) if is_slot(ch) else ch for ch in layout)
+
+
+def random_like(value, rng):
+    """Character-class preserving noise: digit -> digit, upper -> upper, lower -> lower (letters become ASCII),
+    everything else (separators, spaces, symbols) kept. A digit run that does not start with 0 keeps a non-zero
+    first digit, so "$85,000" stays a plausible amount."""
+    out = []
+    for i, ch in enumerate(value):
+        if ch.isdigit():
+            run_start = i == 0 or not value[i - 1].isdigit()
+            out.append(str(rng.randint(1, 9)) if run_start and ch != "0" else str(rng.randint(0, 9)))
+        elif ch.isalpha():
+            pool = string.ascii_uppercase if ch.isupper() else string.ascii_lowercase
+            out.append(rng.choice(pool))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def random_letters(value, rng):
+    """Last resort for values whose shape leaves nothing to vary (punctuation only): letters of the same length,
+    the first one different from the original's."""
+    first = rng.choice([c for c in string.ascii_lowercase if c != value[:1].lower()])
+    return first + "".join(rng.choice(string.ascii_lowercase) for _ in value[1:])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Per-type generators: each takes (value, rng, faker) and returns a candidate, or None to fall back to random_like.
+
+
+def fake_ssn(value, rng, faker):
+    if sum(c in ASCII_DIGITS for c in value) != 9:
+        return None
+    # Never-issued areas (000, 666, 900-999), groups (00) and serials (0000) are what validators reject.
+    area = rng.choice([a for a in range(1, 900) if a != 666])
+    digits = f"{area:03d}{rng.randint(1, 99):02d}{rng.randint(1, 9999):04d}"
+    return fill_layout(value, digits, ASCII_DIGITS.__contains__)
+
+
+def fake_card(value, rng, faker):
+    digits = [c for c in value if c in ASCII_DIGITS]
+    if not 12 <= len(digits) <= 19:
+        return None
+    payload = digits[0] + "".join(str(rng.randint(0, 9)) for _ in range(len(digits) - 2))
+    return fill_layout(value, payload + luhn_check_digit(payload), ASCII_DIGITS.__contains__)
+
+
+def fake_iban(value, rng, faker):
+    compact = re.sub(r"[\s-]", "", value)
+    if not re.fullmatch(r"[A-Za-z]{2}\d{2}[A-Za-z0-9]{1,30}", compact):
+        return None
+    country = compact[:2].upper()
+    bban = "".join(
+        str(rng.randint(0, 9)) if c.isdigit() else rng.choice(string.ascii_uppercase) for c in compact[4:]
+    )
+    new_compact = country + iban_check_digits(country, bban) + bban
+    return fill_layout(value, new_compact, str.isalnum)
+
+
+def fake_phone(value, rng, faker):
+    digits = [c for c in value if c in ASCII_DIGITS]
+    if len(digits) < 3:
+        return None
+    kept = ""
+    match = re.match(r"\s*\+(\d{1,3})\D", value)
+    if match:  # an international prefix separated from the rest is a country code: keep it
+        kept = match.group(1)
+    rest = [str(rng.randint(2, 9))] + [str(rng.randint(0, 9)) for _ in range(len(digits) - len(kept) - 1)]
+    return fill_layout(value, kept + "".join(rest), ASCII_DIGITS.__contains__)
+
+
+def _fake_word_runs(value, rng, faker):
+    """Letter runs become name-like words in the run's case, digit runs random digits; separators kept."""
+    def word(match):
+        run = match.group(0)
+        if run.isdigit():
+            return random_like(run, rng)
+        fake = faker.last_name() if rng.random() < 0.5 else faker.first_name()
+        fake = re.sub(r"[^A-Za-z]", "", fake) or "alex"
+        return match_case(run, fake) if len(run) > 1 else fake[0].lower() if run.islower() else fake[0].upper()
+
+    return re.sub(r"[^\W\d_]+|\d+", word, value)
+
+
+def _fake_host(host, rng, faker):
+    labels = host.split(".")
+    keep_tail = 1 if len(labels) > 1 else 0  # the top-level domain says little and keeps the text readable
+    keep_head = 1 if len(labels) > 2 and labels[0].lower() == "www" else 0
+    middle = labels[keep_head:len(labels) - keep_tail]
+    fakes = [re.sub(r"[^a-z0-9]", "", faker.domain_word().lower()) or "example" for _ in middle]
+    return ".".join(labels[:keep_head] + fakes + labels[len(labels) - keep_tail:])
+
+
+def fake_email(value, rng, faker):
+    local, at, domain = value.rpartition("@")
+    if not at or not local or not domain:
+        return None
+    return _fake_word_runs(local, rng, faker) + "@" + _fake_host(domain, rng, faker)
+
+
+def fake_username(value, rng, faker):
+    return _fake_word_runs(value, rng, faker)
+
+
+def fake_url(value, rng, faker):
+    match = re.match(r"(?i)([a-z][a-z0-9+.-]*://)?([^/?#:\s]+)(.*)", value, re.S)
+    if not match or "." not in match.group(2):
+        return None
+    scheme, host, rest = match.groups()
+    return (scheme or "") + _fake_host(host, rng, faker) + random_like(rest, rng)
+
+
+def fake_ip(value, rng, faker):
+    try:
+        address = ipaddress.ip_address(value.strip())
+    except ValueError:
+        return None
+    if address.version == 4:
+        octets = [rng.randint(11, 223)] + [rng.randint(0, 255) for _ in range(2)] + [rng.randint(1, 254)]
+        return value.replace(value.strip(), ".".join(map(str, octets)))
+    hex_digits = "0123456789abcdef"
+    return "".join(
+        (rng.choice(hex_digits).upper() if c.isupper() else rng.choice(hex_digits)) if c in string.hexdigits else c
+        for c in value
+    )
+
+
+def fake_person(value, rng, faker):
+    parts = re.split(r"(\s+)", value)
+    words = [i for i, p in enumerate(parts) if p and not p.isspace()]
+    if not words:
+        return None
+    names = [i for i in words if parts[i].rstrip(".").lower() not in NAME_TITLES]
+    for n, i in enumerate(names):
+        original = parts[i]
+        if re.fullmatch(r"[^\W\d_]\.?", original):  # an initial stays an initial
+            fake = rng.choice(string.ascii_uppercase) + original[1:]
+        else:
+            fake = faker.last_name() if n == len(names) - 1 and len(names) > 1 else faker.first_name()
+        parts[i] = match_case(original, fake)
+    return "".join(parts)
+
+
+def fake_category(pii_type):
+    def generate(value, rng, faker):
+        choices = [v for v in CATEGORY_VALUES[pii_type] if v.casefold() != value.strip().casefold()]
+        return match_case(value, rng.choice(choices))
+
+    return generate
+
+
+def fake_location(value, rng, faker):
+    return match_case(value, faker.city())
+
+
+def fake_organization(value, rng, faker):
+    return match_case(value, faker.company())
+
+
+def fake_street_address(value, rng, faker):
+    return match_case(value, faker.street_address())
+
+
+def fake_crypto_wallet(value, rng, faker):
+    if not re.fullmatch(r"0[xX][0-9a-fA-F]+", value):
+        return None
+    return value[:2] + "".join(
+        rng.choice("0123456789ABCDEF" if c.isupper() else "0123456789abcdef") for c in value[2:]
+    )
+
+
+# ---- dates ----------------------------------------------------------------------------------------------------
+
+# A time of day (9:05, 14:30:59) is one token, so its digits never read as date fields.
+TIME_OF_DAY = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?::\d{2})?(?!\d)")
+_DATE_TOKEN = re.compile(TIME_OF_DAY.pattern + r"|\d+|[^\W\d_]+|.", re.S)
+TWELVE_HOUR = re.compile(r"(?i)(?<![^\W\d_])[ap]\.?m\b")
+
+
+def _fake_time(token, rng, twelve_hour):
+    """A random valid time with the token's fields and hour padding (1-12 on a 12-hour clock)."""
+    fields = token.split(":")
+    hour = rng.randint(1, 12) if twelve_hour else rng.randint(0, 23)
+    new = [f"{hour:0{len(fields[0])}d}"] + [f"{rng.randint(0, 59):02d}" for _ in fields[1:]]
+    return ":".join(new)
+
+
+def _month_index(word):
+    w = word.lower()
+    if w == "sept":
+        return 9
+    for names in (MONTHS_FULL, MONTHS_ABBR):
+        for i, name in enumerate(names):
+            if w == name.lower():
+                return i + 1
+    return None
+
+
+def _parse_date(tokens):
+    """Read the tokens of a date: ``(roles, year, month, day, ambiguous)`` with ``roles`` mapping token index to
+    "year" / "month" / "month_name" / "day"; None when the tokens do not read as one date."""
+    numbers = [i for i, t in enumerate(tokens) if t.isdecimal()]
+    months = [i for i, t in enumerate(tokens) if t.isalpha() and _month_index(t)]
+    roles = {}
+    ambiguous = False
+    if len(months) == 1 and 1 <= len(numbers) <= 2:
+        roles[months[0]] = "month_name"
+        years = [i for i in numbers if len(tokens[i]) == 4]
+        days = [i for i in numbers if len(tokens[i]) <= 2]
+        if len(years) > 1 or len(years) + len(days) != len(numbers):
+            return None
+        roles.update({i: "year" for i in years})
+        if days:
+            roles[days[0]] = "day"
+        if len(days) == 2:  # "5 March 21"
+            roles[days[1]] = "year"
+    elif not months and len(numbers) in (2, 3):
+        first = tokens[numbers[0]]
+        if len(numbers) == 3:
+            if len(first) == 4:
+                order = ("year", "month", "day")
+            elif int(first) > 12:
+                order = ("day", "month", "year")
+            else:
+                # Month first is the US reading; if the day also fits as a month the order is a guess.
+                order = ("month", "day", "year")
+                ambiguous = int(tokens[numbers[1]]) <= 12
+        else:
+            order = ("year", "month") if len(first) == 4 else ("month", "year")
+        roles.update(zip(numbers, order))
+    else:
+        return None
+    fields = {}
+    for i, role in roles.items():
+        fields[role] = _month_index(tokens[i]) if role == "month_name" else int(tokens[i])
+        if role == "year" and len(tokens[i]) not in (2, 4):
+            return None
+    year = fields.get("year", 2000)
+    if "year" in fields and year < 100:
+        year += 1900 if year > 30 else 2000
+    month = fields.get("month", fields.get("month_name"))
+    day = fields.get("day", 1)
+    try:
+        datetime.date(max(year, 1), month, day)
+    except (ValueError, TypeError):
+        return None
+    return roles, max(year, 1), month, day, ambiguous
+
+
+def fake_date(value, rng, faker):
+    tokens = _DATE_TOKEN.findall(value)
+    twelve_hour = bool(TWELVE_HOUR.search(value))
+    parsed = _parse_date(tokens)
+    if parsed is None:
+        if any(t.isdigit() for t in tokens) or not any(TIME_OF_DAY.fullmatch(t) for t in tokens):
+            return None
+        # A time alone ("14:30", "9:05 pm"): new times, the rest kept.
+        return "".join(_fake_time(t, rng, twelve_hour) if TIME_OF_DAY.fullmatch(t) else t for t in tokens)
+    roles, year, month, day, ambiguous = parsed
+    shift = datetime.timedelta(days=rng.randint(30, 1500) * rng.choice((-1, 1)))
+    base = datetime.date(year, month, day)
+    try:
+        new = base + shift
+    except OverflowError:
+        new = base - shift
+    if ambiguous and new.day > 12:  # keep it a valid date whichever way the reader takes the order
+        new = new.replace(day=rng.randint(1, 12))
+
+    out = []
+    for i, tok in enumerate(tokens):
+        role = roles.get(i)
+        if role == "year":
+            out.append(f"{new.year:04d}" if len(tok) == 4 else f"{new.year % 100:02d}")
+        elif role in ("month", "day"):
+            number = new.month if role == "month" else new.day
+            out.append(f"{number:02d}" if len(tok) == 2 else str(number))
+        elif TIME_OF_DAY.fullmatch(tok):
+            out.append(_fake_time(tok, rng, twelve_hour))
+        elif role == "month_name":
+            names = MONTHS_FULL if len(tok) > 3 and tok.lower() != "sept" else MONTHS_ABBR
+            out.append(match_case(tok, names[new.month - 1]))
+        elif tok.lower() in ORDINAL_SUFFIXES and roles.get(i - 1) == "day":
+            suffix = "th" if 11 <= new.day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(new.day % 10, "th")
+            out.append(match_case(tok, suffix))
+        elif tok.lower() in WEEKDAY_NAMES:
+            names = WEEKDAYS_FULL if len(tok) > 3 else WEEKDAYS_ABBR
+            out.append(match_case(tok, names[new.weekday()]))
+        else:
+            out.append(tok)
+    return "".join(out)
+
+
+GENERATORS = {
+    "SSN": fake_ssn,
+    "TAX_ID": fake_ssn,
+    "CREDIT_CARD": fake_card,
+    "IBAN": fake_iban,
+    "PHONE": fake_phone,
+    "EMAIL": fake_email,
+    "USERNAME": fake_username,
+    "URL": fake_url,
+    "IP_ADDRESS": fake_ip,
+    "PERSON": fake_person,
+    "DATE": fake_date,
+    "DATE_OF_BIRTH": fake_date,
+    "LOCATION": fake_location,
+    "ORGANIZATION": fake_organization,
+    "STREET_ADDRESS": fake_street_address,
+    "CRYPTO_WALLET": fake_crypto_wallet,
+    **{t: fake_category(t) for t in CATEGORY_VALUES},
+}
+
+
+class SurrogateGenerator:
+    """Maps (value, type) to a realistic, format-preserving fake, deterministically under ``key`` (bytes).
+
+    Example::
+
+        >>> gen = SurrogateGenerator(b"secret")
+        >>> gen("123-45-6789", "SSN") == gen("123-45-6789", "SSN") != "123-45-6789"
+        True
+    """
+
+    MAX_ATTEMPTS = 8
+
+    def __init__(self, key, locale="en_US", cache_size=4096):
+        if not isinstance(key, bytes) or not key:
+            raise TypeError("SurrogateGenerator needs a non-empty bytes key")
+        self._key = key
+        self._faker = Faker(locale)
+        # Bounded, so a long stream keeps flat memory; the mapping is a pure function of the key anyway.
+        self._cached = functools.lru_cache(maxsize=cache_size)(self._generate)
+
+    def __call__(self, value, pii_type):
+        return self._cached(value, pii_type)
+
+    def _generate(self, value, pii_type):
+        generator = GENERATORS.get(pii_type)
+        for attempt in range(self.MAX_ATTEMPTS):
+            seed = int.from_bytes(keyed_digest(self._key, "surrogate", pii_type, value, str(attempt)), "big")
+            rng = random.Random(seed)
+            self._faker.seed_instance(seed)
+            candidate = generator(value, rng, self._faker) if generator else None
+            if candidate is None:
+                candidate = random_like(value, rng)
+            if candidate.casefold() != value.casefold():
+                return candidate
+        return random_letters(value, random.Random(seed))
