@@ -26,9 +26,12 @@ def main(argv=None):
     parser.add_argument("--text", action="append", help="text to tag (repeatable); defaults to built-in examples")
     args = parser.parse_args(argv)
 
-    from transformers import pipeline
+    from piiner.snapshot import SnapshotError, load_pipeline
 
-    tagger = pipeline("token-classification", model=args.model, trust_remote_code=True)
+    try:
+        tagger = load_pipeline(args.model)
+    except SnapshotError as error:
+        parser.exit(2, f"piiner-demo: error: {error}\n")
     for text in args.text or DEMO_TEXTS:
         print(f"\n{text}")
         entities = tagger(text)

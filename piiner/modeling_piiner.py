@@ -194,6 +194,13 @@ class PiiNerGatedFusion(nn.Module):
         return torch.lerp(hidden, projected[inverse], gate)
 
 
+class IncompleteCheckpointError(LookupError):
+    """A snapshot whose weights do not match the model: some are missing, unexpected or of another shape.
+
+    A `LookupError`, not an `OSError`/`ValueError`, so `pipeline(...)` does not swallow it while trying other
+    model classes; its message names the keys."""
+
+
 class PiiNerPreTrainedModel(PreTrainedModel):
     config_class = PiiNerConfig
     base_model_prefix = "piiner"
@@ -205,6 +212,35 @@ class PiiNerPreTrainedModel(PreTrainedModel):
         super().__init__(config, *inputs, **kwargs)
         # Entries already there (e.g. "user/repo--modeling_piiner.PiiNerModel" after a Hub load) win.
         config.auto_map = {**AUTO_MAP, **(getattr(config, "auto_map", None) or {})}
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """The stock `from_pretrained`, loading whole or not at all: any missing, unexpected or mis-shaped weight
+        raises `IncompleteCheckpointError` naming the keys, where transformers would log a warning and leave those
+        weights random (a random CRF tags "John" as an insurance number). Shape mismatches are let through only
+        when `ignore_mismatched_sizes=True` asks for a new head explicitly; a fresh model around a pretrained
+        encoder is `PiiNerForTokenClassification.from_backbone`."""
+        wants_info = kwargs.pop("output_loading_info", False)
+        new_head = kwargs.pop("ignore_mismatched_sizes", False)
+        # Mismatches are always let through to here, so that the error below names them.
+        model, info = super().from_pretrained(
+            pretrained_model_name_or_path, *args, output_loading_info=True, ignore_mismatched_sizes=True, **kwargs
+        )
+        problems = {
+            "missing": sorted(info.get("missing_keys") or ()),
+            "unexpected": sorted(info.get("unexpected_keys") or ()),
+        }
+        if not new_head:
+            problems["of another shape"] = sorted(str(key[0]) for key in info.get("mismatched_keys") or ())
+        problems = {what: keys for what, keys in problems.items() if keys}
+        if problems:
+            listed = "; ".join(f"{what}: {', '.join(keys[:12])}{' ...' if len(keys) > 12 else ''} ({len(keys)})"
+                               for what, keys in problems.items())
+            raise IncompleteCheckpointError(
+                f"{pretrained_model_name_or_path} is not a complete {cls.__name__} snapshot ({listed}). Refusing to "
+                "run with weights left at random; re-save the model, or build a new one with from_backbone."
+            )
+        return (model, info) if wants_info else model
 
     def _init_weights(self, module: nn.Module):
         """Initialises this repo's own modules; the encoder is a `PreTrainedModel` and runs its own init.
@@ -368,6 +404,8 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         self.classifier = nn.Linear(config.encoder_config.hidden_size, config.num_labels)
         self.crf = PiiNerCRF(config.id2label)
         self.post_init()
+        # post_init gathered the backbone's permission to skip a tagger's head weights; the tagger needs every one.
+        self._keys_to_ignore_on_load_unexpected = set()
 
     @classmethod
     def from_backbone(cls, name_or_path: str, **config_overrides) -> "PiiNerForTokenClassification":
@@ -519,6 +557,7 @@ PiiNerModel.register_for_auto_class("AutoModel")
 PiiNerForTokenClassification.register_for_auto_class("AutoModelForTokenClassification")
 
 __all__ = [
+    "IncompleteCheckpointError",
     "PiiNerCharCNN",
     "PiiNerForTokenClassification",
     "PiiNerGatedFusion",

@@ -14,6 +14,7 @@ from piiner.deid import Redactor
 from test_deid_redact import MESSY_CHARS
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.snapshot import SnapshotError
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def test_weights_load_only_from_safetensors(snapshot, tmp_path):
             (pickled / f.name).write_bytes(f.read_bytes())
     torch.save(PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config())).state_dict(),
                pickled / "pytorch_model.bin")
-    with pytest.raises(FileNotFoundError, match="only from safetensors"):
+    with pytest.raises(SnapshotError, match="only from safetensors"):
         Redactor.from_pretrained(pickled)
 
 

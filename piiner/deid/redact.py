@@ -26,7 +26,6 @@ longest, earliest, type name), so no character a detector flagged is left in cle
 import dataclasses
 import numbers
 import operator
-import pathlib
 import re
 import secrets
 from collections import Counter
@@ -119,18 +118,9 @@ class Redactor:
     def from_pretrained(cls, model_dir, device=None, pipeline_batch_size=8, **kwargs):
         """Build the piiner token-classification pipeline from a local folder or Hub id (offline when
         HF_HUB_OFFLINE=1) and wrap it. Weights load from safetensors only."""
-        from transformers import pipeline
+        from piiner.snapshot import load_pipeline
 
-        local = pathlib.Path(model_dir)
-        if local.is_dir() and not any(local.glob("*.safetensors")):
-            raise FileNotFoundError(
-                f"no *.safetensors weights in {local}: piiner loads weights only from safetensors "
-                f"(found: {', '.join(sorted(p.name for p in local.iterdir())) or 'nothing'})"
-            )
-        detector = pipeline(
-            "token-classification", model=str(model_dir), trust_remote_code=True, device=device,
-            batch_size=pipeline_batch_size, model_kwargs={"use_safetensors": True},
-        )
+        detector = load_pipeline(model_dir, device=device, batch_size=pipeline_batch_size)
         return cls(detector, **kwargs)
 
     # -- detection ---------------------------------------------------------------------------------------------

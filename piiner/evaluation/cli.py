@@ -19,9 +19,10 @@ from collections import Counter
 from piiner.evaluation.baselines import BASELINES, BaselineUnavailable, get_baseline
 from piiner.evaluation.data import align_predictions, check_and_map_spans, load_gold, parse_label_map, read_jsonl
 from piiner.evaluation.metrics import span_metrics
-from piiner.evaluation.predict import check_model_path, load_pipeline, predict_spans
+from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
 from piiner.pii_schema import TIER_OF
+from piiner.snapshot import check_model_path, load_pipeline
 
 
 def parse_args(argv=None):

@@ -3,26 +3,9 @@
 import numbers
 import os
 
+from piiner.snapshot import load_pipeline
+
 from .metrics import to_span
-
-
-def load_pipeline(model_dir, device=None):
-    """``pipeline("token-classification", model=model_dir, trust_remote_code=True)`` on ``device`` (default CPU)."""
-    from transformers import pipeline
-
-    path = check_model_path(model_dir)
-    return pipeline("token-classification", model=path, trust_remote_code=True, device=device)
-
-
-def check_model_path(model_dir):
-    """Fail early, naming the path, when ``model_dir`` is neither a folder nor shaped like a Hub id."""
-    path = str(model_dir)
-    if os.path.exists(path):
-        if not os.path.isdir(path):
-            raise NotADirectoryError(f"--model must be a saved model folder, got the file {path}")
-    elif path.startswith((".", "/", "~")) or path.count("/") != 1:
-        raise FileNotFoundError(f"model folder not found: {path} (nor is it a Hub id of the form org/name)")
-    return path
 
 
 def _as_int(value):
@@ -65,4 +48,4 @@ def predict_spans(model, texts, batch_size=16, device=None):
     return out
 
 
-__all__ = ["predict_spans", "load_pipeline", "check_model_path"]
+__all__ = ["predict_spans"]

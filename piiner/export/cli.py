@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from piiner.snapshot import SnapshotError, load_pipeline
+
 
 def load_texts(data, split, limit):
     """Rows `{id, text}` of a dataset folder / Hub id / JSONL (the evaluation loader), the first `limit` of them."""
@@ -28,14 +30,11 @@ def load_texts(data, split, limit):
 
 
 def cmd_export(args):
-    from transformers import AutoTokenizer
-
     from piiner.export.onnx_export import DEFAULT_OPSET, export_onnx
     from piiner.export.quantize import quantize_int8
-    from piiner.modeling_piiner import PiiNerForTokenClassification
 
-    model = PiiNerForTokenClassification.from_pretrained(args.model)
-    tokenizer = AutoTokenizer.from_pretrained(args.model, config=model.config)
+    pipe = load_pipeline(args.model)
+    model, tokenizer = pipe.model, pipe.tokenizer
     out = Path(args.out or Path(args.model) / "onnx")
     started = time.perf_counter()
     path = export_onnx(
@@ -66,16 +65,10 @@ def cmd_predict(args):
 
 
 def cmd_compare(args):
-    from transformers import AutoTokenizer
-
     from piiner.export.onnx_runtime import OnnxPiiNer
-    from piiner.modeling_piiner import PiiNerForTokenClassification
-    from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
 
     texts = [r["text"] for r in load_texts(args.data, args.split, args.limit)]
-    model = PiiNerForTokenClassification.from_pretrained(args.model).eval()
-    tokenizer = AutoTokenizer.from_pretrained(args.model, config=model.config)
-    expected = PiiNerTokenClassificationPipeline(model=model, tokenizer=tokenizer)(texts, batch_size=args.batch_size)
+    expected = load_pipeline(args.model)(texts, batch_size=args.batch_size)
     got = OnnxPiiNer(args.onnx_dir, onnx_file=args.file)(texts, batch_size=args.batch_size)
     differing = _differing(expected, got)
     print(f"{len(texts) - len(differing)}/{len(texts)} texts with identical entities "
@@ -152,7 +145,11 @@ def main(argv=None):
     handler = {"export": cmd_export, "predict": cmd_predict, "compare": cmd_compare, "batch-check": cmd_batch_check}[
         args.command
     ]
-    return handler(args) or 0
+    try:
+        return handler(args) or 0
+    except SnapshotError as error:
+        print(f"piiner-export: error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
