@@ -62,7 +62,7 @@ def write_file(path, size_bytes, seed=0):
 
 def measure(path, args):
     """(peak RSS bytes, seconds, lines out) of one piiner-redact run in a child process."""
-    cmd = [sys.executable, "-m", "piiner.deid", path, "--mode", args.mode, "--no-progress",
+    cmd = [sys.executable, "-m", "piiner.deid", path, "--format", "lines", "--mode", args.mode, "--no-progress",
            "--batch-size", str(args.batch_size), "--format", "text"]
     cmd += ["--model", args.model] if args.model else ["--detector", "regex"]
     start = time.perf_counter()

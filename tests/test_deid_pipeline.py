@@ -78,7 +78,7 @@ def test_property_real_pipeline_keeps_offsets_and_non_entity_text(redactor, text
 def test_cli_with_model(snapshot, tmp_path, capsys):
     path = tmp_path / "in.txt"
     path.write_bytes(b"call john smith at 555 0100\n\xff\nhello\n")
-    code = cli.main(["--model", str(snapshot), "--no-progress", "--detect-only", str(path)])
+    code = cli.main(["--model", str(snapshot), "--no-progress", "--detect-only", "--format", "lines", str(path)])
     out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert code == 1 and len(out) == 3 and out[1]["line"] == 2
     for record in (out[0], out[2]):

@@ -36,7 +36,7 @@ class RecordingOutput(io.BytesIO):
 def test_output_never_lags_input_by_more_than_a_batch():
     source = CountingInput([f"line {i} mail u{i}@x.com\n".encode() for i in range(1000)])
     out = RecordingOutput(source)
-    summary = redact_stream(source, out, Redactor(RegexDetector()), fmt="text", batch_size=8)
+    summary = redact_stream(source, out, Redactor(RegexDetector()), fmt="lines", batch_size=8)
     assert summary.records == 1000 and summary.entities == 1000
     assert max(out.lag) <= 8
     lines = out.getvalue().decode().splitlines()
@@ -52,7 +52,7 @@ def test_a_text_the_detector_fails_on_costs_only_its_line():
     lines = [b"a@b.com\n", b"boom\n", b"c@d.com\n"]
     errors = []
     out = io.BytesIO()
-    summary = redact_stream(iter(lines), out, Redactor(detector), fmt="text", batch_size=8,
+    summary = redact_stream(iter(lines), out, Redactor(detector), fmt="lines", batch_size=8,
                             on_error=lambda line, message: errors.append((line, message)))
     records = [json.loads(x) for x in out.getvalue().splitlines()]
     assert [r.get("redacted_text") for r in records] == ["[EMAIL]", None, "[EMAIL]"]
@@ -64,12 +64,12 @@ def test_a_detector_that_always_fails_stops_the_run():
         raise RuntimeError("model is broken")
 
     with pytest.raises(StreamFailure, match="in a row.*model is broken"):
-        redact_stream(iter([b"text\n"] * 50), io.BytesIO(), Redactor(detector), fmt="text")
+        redact_stream(iter([b"text\n"] * 50), io.BytesIO(), Redactor(detector), fmt="lines")
 
 
 def test_unicode_line_breaks_and_lone_surrogates_stay_inside_one_output_line():
     lines = ["a\u2028b\x85c a@b.com\n".encode(), json.dumps({"text": "x \ud800 a@b.com"}).encode() + b"\n"]
-    for fmt, line in (("text", lines[0]), ("jsonl", lines[1])):
+    for fmt, line in (("lines", lines[0]), ("jsonl", lines[1])):
         out = io.BytesIO()
         redact_stream(iter([line]), out, Redactor(RegexDetector()), fmt=fmt, detect_only=True)
         text = out.getvalue().decode("utf-8")

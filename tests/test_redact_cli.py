@@ -20,10 +20,10 @@ def run(argv, capsys, stdin_bytes=None, monkeypatch=None):
     return code, [json.loads(line) for line in captured.out.splitlines()], captured.err
 
 
-def test_text_file_one_record_per_line_with_invalid_utf8_reported_by_line(tmp_path, capsys):
+def test_lines_format_one_record_per_line_with_invalid_utf8_reported_by_line(tmp_path, capsys):
     path = tmp_path / "notes.txt"
     path.write_bytes(b"mail a@b.com now\r\nbad \xff\xfe line 123-45-6789\n\nssn 123-45-6789\n")
-    code, out, err = run([str(path)], capsys)
+    code, out, err = run([str(path), "--format", "lines"], capsys)
     assert code == 1
     assert len(out) == 4
     assert out[0] == {"redacted_text": "mail [EMAIL] now", "entities": [
@@ -32,7 +32,7 @@ def test_text_file_one_record_per_line_with_invalid_utf8_reported_by_line(tmp_pa
     assert out[1]["line"] == 2 and "invalid UTF-8" in out[1]["error"] and "123-45-6789" not in json.dumps(out[1])
     assert out[2] == {"redacted_text": "", "entities": []}
     assert out[3]["redacted_text"] == "ssn [SSN]"
-    assert "line 2: invalid UTF-8" in err and "1 line(s) FAILED" in err
+    assert "record 2: invalid UTF-8" in err and "1 record(s) FAILED" in err
 
 
 def test_jsonl_passes_fields_through_and_never_writes_the_original_text(tmp_path, capsys):
@@ -67,7 +67,7 @@ def test_bad_jsonl_lines_are_reported_and_the_rest_processed(tmp_path, capsys):
     assert [o.get("line") for o in out] == [None, 2, 3, 4, 5, None]
     assert "not valid JSON" in out[1]["error"] and "must be an object" in out[2]["error"]
     assert "no 'text' field" in out[3]["error"] and "must be a string" in out[4]["error"]
-    assert out[5]["redacted_text"] == "ok" and "4 line(s) FAILED" in err
+    assert out[5]["redacted_text"] == "ok" and "4 record(s) FAILED" in err
 
 
 def test_stdin_auto_detects_jsonl_and_key_env_makes_surrogates_reproducible(capsys, monkeypatch):
@@ -84,9 +84,9 @@ def test_filters_and_bad_flags(tmp_path, capsys):
     path = tmp_path / "in.txt"
     path.write_text("a@b.com 123-45-6789\n")
     _, out, _ = run([str(path), "--min-tier", "1"], capsys)
-    assert out[0]["redacted_text"] == "a@b.com [SSN]"
+    assert out[0]["redacted_text"] == "a@b.com [SSN]\n"
     _, out, err = run([str(path), "--types", "EMAIL"], capsys)
-    assert out[0]["redacted_text"] == "[EMAIL] 123-45-6789" and "type_not_selected 1" in err
+    assert out[0]["redacted_text"] == "[EMAIL] 123-45-6789\n" and "type_not_selected 1" in err
     for argv, message in [(["--types", "NOPE"], "unknown PII type"), (["--key-env", "PIINER_UNSET_VAR_X"], "unset"),
                           (["--threshold", "2"], "TIER=SCORE"), (["missing.txt"], "not found")]:
         with pytest.raises(SystemExit) as exit_info:
@@ -108,3 +108,94 @@ def test_cli_runs_as_a_script_on_stdin():
     assert proc.returncode == 0, proc.stderr.decode()
     record = json.loads(proc.stdout)
     assert record["redacted_text"].startswith("ip [IP_ADDRESS:") and "10.0.0.1" not in proc.stdout.decode()
+
+
+# -- outputs are checked before any work, and nothing the user owns is destroyed ------------------------------------
+
+def test_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path, capsys):
+    path = tmp_path / "x.txt"
+    path.write_text("mail a@b.com\n")
+    for same in (str(path), str(tmp_path / "." / "x.txt")):
+        code, _, err = run([str(path), "-o", same], capsys)
+        assert code == cli.EXIT_OUTPUT and "is the input" in err
+    assert path.read_text() == "mail a@b.com\n"
+
+
+def test_a_directory_or_unwritable_output_is_its_own_error(tmp_path, capsys):
+    path = tmp_path / "x.txt"
+    path.write_text("mail a@b.com\n")
+    for output, message in ((tmp_path, "is a directory"), (tmp_path / "no" / "out.jsonl", "does not exist"),
+                            ("/proc/self/out.jsonl", "cannot write")):
+        code, _, err = run([str(path), "-o", str(output)], capsys)
+        assert code == cli.EXIT_OUTPUT and message in err, err
+    assert cli.EXIT_OUTPUT != cli.EXIT_RECORDS_FAILED
+
+
+def test_the_model_loads_only_after_inputs_and_outputs_are_checked(tmp_path, capsys, monkeypatch):
+    loads = []
+    monkeypatch.setattr(cli.Redactor, "from_pretrained", classmethod(lambda cls, *a, **k: loads.append(a)))
+    path = tmp_path / "x.txt"
+    path.write_text("a@b.com\n")
+    assert cli.main([str(path), "--model", "m", "-o", str(path)]) == cli.EXIT_OUTPUT
+    with pytest.raises(SystemExit):
+        cli.main([str(tmp_path / "missing.txt"), "--model", "m"])
+    assert loads == []
+
+
+def test_a_run_that_stops_leaves_an_existing_output_untouched(tmp_path, capsys, monkeypatch):
+    def broken(texts):
+        raise RuntimeError("model is broken")
+
+    monkeypatch.setattr(cli, "build_redactor", lambda args, parser: cli.Redactor(broken))
+    path, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    path.write_text('{"text": "x"}\n' * 30)
+    out.write_text("previous results\n")
+    assert cli.main([str(path), "--model", "m", "-o", str(out)]) == cli.EXIT_USAGE
+    assert out.read_text() == "previous results\n" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "in.jsonl", "out.jsonl"]
+
+
+# -- text is redacted as documents; JSON arrays are JSON ------------------------------------------------------------
+
+def password_after_its_label(texts):
+    """A detector that, like the model, needs the label to see the value: it finds a password only in context."""
+    out = []
+    for text in texts:
+        found = []
+        marker = text.find("Password:")
+        if marker >= 0:
+            start = marker + len("Password:")
+            while start < len(text) and text[start].isspace():
+                start += 1
+            end = start
+            while end < len(text) and not text[end].isspace():
+                end += 1
+            if end > start:
+                found.append({"type": "PASSWORD", "tier": 4, "score": 0.9, "start": start, "end": end})
+        out.append(found)
+    return out
+
+
+def test_a_text_file_is_one_document_so_a_value_under_its_label_is_found(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "build_redactor", lambda args, parser: cli.Redactor(password_after_its_label))
+    path = tmp_path / "creds.txt"
+    path.write_text("User: ana\nPassword:\nhunter2\n")
+    out, text_out = tmp_path / "creds.jsonl", tmp_path / "creds.redacted.txt"
+    assert cli.main([str(path), "--model", "m", "-o", str(out), "--text-output", str(text_out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["redacted_text"] == "User: ana\nPassword:\n[PASSWORD]\n"
+    assert text_out.read_text() == record["redacted_text"] and "hunter2" not in out.read_text()
+    # One record per line is still there, on request, and it is what leaked before.
+    assert cli.main([str(path), "--model", "m", "-o", str(out), "--format", "lines"]) == 0
+    assert "hunter2" in out.read_text()
+
+
+def test_a_json_array_is_read_as_json(tmp_path, capsys):
+    path = tmp_path / "records.json"
+    path.write_text(json.dumps([{"id": 7, "text": "a@b.com"}, "call 123-45-6789", 5]))
+    code, out, err = run([str(path)], capsys)
+    assert code == 1 and len(out) == 3
+    assert out[0] == {"id": 7, "redacted_text": "[EMAIL]", "entities": out[0]["entities"]}
+    assert out[1]["redacted_text"] == "call [SSN]"
+    assert out[2]["line"] == 3 and "got int" in out[2]["error"]
+    assert "from 3 array elements (json)" in err

@@ -1,27 +1,42 @@
-"""Redact PII in text files, JSONL files or standard input, streaming JSONL out (one line per input record).
+"""Redact PII in a text document, JSONL, a JSON array or standard input; one JSON line out per input record.
 
-    piiner-redact --model runs/quickstart notes.txt > notes.redacted.jsonl
-    piiner-redact --model runs/quickstart --mode surrogate --key-env PIINER_KEY records.jsonl
+    piiner-redact --model runs/quickstart notes.txt -o notes.redacted.jsonl --text-output notes.redacted.txt
+    piiner-redact --model runs/quickstart --mode surrogate --key-env PIINER_KEY records.jsonl -o out.jsonl
     cat notes.txt | piiner-redact --model runs/quickstart --detect-only -
 
-Memory stays flat on any input size: lines are read, redacted and written a batch at a time. A line that cannot
-be processed (invalid UTF-8, bad JSON, missing text field) is reported on stderr with its line number, written as
-{"line": N, "error": ...}, and makes the exit status 1; the rest of the input is processed. See deid/streaming.py
-for the output records and deid/redact.py for the meaning of each filter.
+A .txt file (or text on standard input) is one document, so a value on the line after its label is redacted in
+context; `--format lines` makes every line its own record and streams. JSONL streams with flat memory; a .json file
+is read whole (an array of records, or one). See deid/streaming.py for the output records and deid/redact.py for
+each filter.
+
+Exit status: 0 all records written; 1 some records failed (each is written as {"line": N, "error": ...} and named
+on stderr, the rest is processed); 2 bad command line, model refused, or the detector failed on every record;
+3 an output cannot be written (a directory, unwritable, or the input itself). Outputs are written to a temporary
+file beside them and renamed at the end, so an existing file is replaced only by a finished run.
 """
 
 import argparse
 import os
 import sys
+import tempfile
 
 from .redact import MODES, Redactor
-from .streaming import StreamFailure, redact_stream
+from .streaming import FORMATS, StreamFailure, redact_stream
+
+EXIT_RECORDS_FAILED = 1
+EXIT_USAGE = 2
+EXIT_OUTPUT = 3
+
+
+class OutputError(OSError):
+    """An output path that cannot be written; the message names it."""
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="piiner-redact", description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__.split("\n\n", 2)[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("input", nargs="?", default="-", help="a text or JSONL file, or - for standard input")
+    parser.add_argument("input", nargs="?", default="-", help="a text, JSONL or JSON file, or - for standard input")
     parser.add_argument("--model", help="piiner model folder or Hub id (loaded offline with HF_HUB_OFFLINE=1)")
     parser.add_argument("--detector", choices=("model", "regex"), default="model",
                         help="'regex' uses a few regular expressions instead of a model: smoke tests and benchmarks")
@@ -39,12 +54,16 @@ def build_parser():
                         help="environment variable holding the secret key for surrogate/hash modes; the same key "
                              "gives the same replacement for the same value across runs. Without it a random key "
                              "is used, consistent within this run only")
-    parser.add_argument("--text-field", default="text", help="JSONL field holding the text (default: text)")
-    parser.add_argument("--format", choices=("auto", "text", "jsonl"), default="auto",
-                        help="auto: .jsonl/.ndjson/.json files and input whose first line is a JSON object are JSONL")
+    parser.add_argument("--text-field", default="text", help="JSON field holding the text (default: text)")
+    parser.add_argument("--format", choices=FORMATS, default="auto",
+                        help="auto: .jsonl/.ndjson JSONL, .json JSON, .txt one document; otherwise JSONL when the "
+                             "first line is a JSON object, else one document. lines: one record per text line")
     parser.add_argument("--batch-size", type=int, default=8, help="records per detector call (default: 8)")
     parser.add_argument("--device", default=None, help="device for the model, e.g. cpu or cuda:0")
     parser.add_argument("--output", "-o", default="-", help="output JSONL file (default: standard output)")
+    parser.add_argument("--text-output", metavar="PATH",
+                        help="also write the redacted text here: the document as it is, or one line per record "
+                             "(--format lines; a failed record is an empty line)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return parser
 
@@ -74,15 +93,58 @@ def build_redactor(args, parser):
                     tier_thresholds=parse_thresholds(args.threshold, parser), key=key, batch_size=args.batch_size)
     try:
         if args.detector == "regex":
-            from piiner.deid.regex_detector import RegexDetector
+            from .regex_detector import RegexDetector
 
             return Redactor(RegexDetector(), **settings)
-        if not args.model:
-            parser.error("--model DIR is required (or --detector regex)")
         return Redactor.from_pretrained(args.model, device=args.device, pipeline_batch_size=args.batch_size,
                                         **settings)
     except (TypeError, ValueError) as err:
         parser.error(str(err))
+
+
+def check_output(path, inputs):
+    """Refuse an output that is a directory, is one of the inputs, or cannot be created (checked before any work)."""
+    if path == "-":
+        return
+    if os.path.isdir(path):
+        raise OutputError(f"output {path} is a directory; give a file path")
+    for source in inputs:
+        if source != "-" and os.path.exists(path) and os.path.samefile(path, source):
+            raise OutputError(f"output {path} is the input {source}: writing it would destroy the input; "
+                              "choose another output path")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OutputError(f"cannot write {path}: the folder {folder} does not exist")
+
+
+class AtomicOutput:
+    """A binary output: standard output, or a temporary file beside `path` renamed onto it by `commit()`; a run
+    that stops before that leaves `path` as it was."""
+
+    def __init__(self, path):
+        self.path = path
+        if path == "-":
+            self.stream, self.temporary = sys.stdout.buffer, None
+            return
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            handle, self.temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".part",
+                                                      dir=folder)
+        except OSError as err:
+            raise OutputError(f"cannot write {path}: {err.strerror}") from None
+        self.stream = os.fdopen(handle, "wb")
+
+    def commit(self):
+        if self.temporary is not None:
+            self.stream.close()
+            os.replace(self.temporary, self.path)
+            self.temporary = None
+
+    def discard(self):
+        if self.temporary is not None:
+            self.stream.close()
+            os.unlink(self.temporary)
+            self.temporary = None
 
 
 def main(argv=None):
@@ -90,34 +152,54 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error("--batch-size must be at least 1")
-    redactor = build_redactor(args, parser)
-
-    def report(line, message):
-        print(f"piiner-redact: line {line}: {message}", file=sys.stderr)
-
+    if args.detector == "model" and not args.model:
+        parser.error("--model DIR is required (or --detector regex)")
+    if args.text_output and args.detect_only:
+        parser.error("--text-output writes redacted text; it cannot be combined with --detect-only")
     from_stdin = args.input == "-"
     if not from_stdin and not os.path.isfile(args.input):
         parser.error(f"input file not found: {args.input}")
-    in_stream = sys.stdin.buffer if from_stdin else open(args.input, "rb")
-    out_stream = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
-    progress = not from_stdin and not args.no_progress and sys.stderr.isatty()
+    if args.text_output and args.text_output == args.output:
+        parser.error("--output and --text-output name the same file")
+    if args.text_output == "-" and args.output == "-":
+        parser.error("--text-output - needs --output FILE: both cannot go to standard output")
+    outputs = []
+
+    def report(line, message):
+        print(f"piiner-redact: record {line}: {message}", file=sys.stderr)
+
     try:
-        summary = redact_stream(in_stream, out_stream, redactor, fmt=args.format, text_field=args.text_field,
-                                detect_only=args.detect_only, batch_size=args.batch_size, path=args.input,
-                                progress=progress, on_error=report)
+        for path in (args.output, args.text_output):
+            if path:
+                check_output(path, [args.input])
+                outputs.append(AtomicOutput(path))  # creating its temporary file proves the folder writable
+        redactor = build_redactor(args, parser)  # the model loads only once inputs and outputs are known good
+        in_stream = sys.stdin.buffer if from_stdin else open(args.input, "rb")
+        progress = not from_stdin and not args.no_progress and sys.stderr.isatty()
+        try:
+            summary = redact_stream(in_stream, outputs[0].stream, redactor, fmt=args.format,
+                                    text_field=args.text_field, detect_only=args.detect_only,
+                                    batch_size=args.batch_size, path=args.input, progress=progress,
+                                    on_error=report, text_out=outputs[1].stream if len(outputs) > 1 else None)
+        finally:
+            if not from_stdin:
+                in_stream.close()
+        for output in outputs:
+            output.commit()
+    except OutputError as err:
+        print(f"piiner-redact: error: {err}", file=sys.stderr)
+        return EXIT_OUTPUT
     except StreamFailure as err:
         print(f"piiner-redact: stopped: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as other filters do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return EXIT_RECORDS_FAILED
     finally:
-        if not from_stdin:
-            in_stream.close()
-        if args.output != "-":
-            out_stream.close()
+        for output in outputs:
+            output.discard()
     print(f"piiner-redact: {summary.describe()}", file=sys.stderr)
-    return 1 if summary.failed else 0
+    return EXIT_RECORDS_FAILED if summary.failed else 0
 
 
 if __name__ == "__main__":

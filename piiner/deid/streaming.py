@@ -1,16 +1,23 @@
-"""Line-by-line redaction of text and JSONL streams with flat memory: bytes are read one line at a time, decoded
-per line (so invalid UTF-8 costs one line, reported with its number, not the file), redacted a few lines per
-detector call, and written as one JSON line per input record, in input order.
+"""Redaction of text, JSONL and JSON input, written as one JSON line per input record, in input order.
+
+Input formats (``fmt``):
+
+- ``jsonl``: one JSON object per line holding the text field; blank lines are skipped. Streams with flat memory:
+  bytes are read a line at a time, decoded per line (invalid UTF-8 costs one line, reported with its number),
+  redacted a few lines per detector call.
+- ``json``: a JSON array of such objects (or of plain strings), or one object; read whole.
+- ``text``: the whole input is ONE document, so a value on the line after its label ("Password:" then the password)
+  is seen in context; read whole.
+- ``lines``: one record per line (the newline is not part of the text, a blank line is an empty record); streams.
+- ``auto``: by suffix (.jsonl/.ndjson, .json, .txt), else JSONL when the first line is a JSON object, else text.
 
 Output records:
 
 - detection only: the input fields, the text under its field name, and ``entities`` (with ``word``);
 - redaction: the input fields WITHOUT the text field, ``redacted_text``, and ``entities`` (offsets in both texts
   and the replacement, but never the original ``word``: the output carries no detected value);
-- a line that fails: ``{"line": N, "error": "..."}``, so output line N still belongs to input record N.
-
-Plain-text input is one record per line (the newline is not part of the text, a blank line is an empty record);
-in JSONL input blank lines are skipped and every other line must be a JSON object holding the text field.
+- a record that fails: ``{"line": N, "error": "..."}``, where N is the input line (``jsonl``, ``lines``), the
+  element of the array (``json``, from 1) or 1 (``text``), so every input record is in the output exactly once.
 """
 
 import dataclasses
@@ -20,7 +27,8 @@ from collections import Counter
 
 from tqdm import tqdm
 
-JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
+FORMATS = ("auto", "jsonl", "json", "text", "lines")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
 ENTITY_FIELDS_DETECT = ("type", "tier", "score", "start", "end", "word")
 ENTITY_FIELDS_REDACT = ("type", "tier", "score", "start", "end", "new_start", "new_end", "replacement")
 MAX_CONSECUTIVE_DETECTOR_FAILURES = 20
@@ -28,6 +36,10 @@ MAX_CONSECUTIVE_DETECTOR_FAILURES = 20
 
 @dataclasses.dataclass
 class StreamSummary:
+    """What a run read and wrote. ``lines`` counts input units: lines (``jsonl``, ``lines``), array elements
+    (``json``) or the one document (``text``)."""
+
+    fmt: str = "jsonl"
     lines: int = 0
     records: int = 0
     failed: int = 0
@@ -37,9 +49,10 @@ class StreamSummary:
     overwritten_fields: Counter = dataclasses.field(default_factory=Counter)
 
     def describe(self):
-        parts = [f"{self.records} records written from {self.lines} lines, {self.entities} entities"]
+        unit = {"json": "array elements", "text": "document"}.get(self.fmt, "lines")
+        parts = [f"{self.records} records written from {self.lines} {unit} ({self.fmt}), {self.entities} entities"]
         if self.failed:
-            parts.append(f"{self.failed} line(s) FAILED (see the messages above)")
+            parts.append(f"{self.failed} record(s) FAILED (see the messages above)")
         if self.blank_skipped:
             parts.append(f"{self.blank_skipped} blank JSONL lines skipped")
         if self.dropped:
@@ -63,10 +76,13 @@ class StreamFailure(RuntimeError):
 
 
 def sniff_format(path, first_line):
-    """"jsonl" or "text": by file suffix, else by whether the first line is a JSON object."""
-    if path and path != "-" and path.lower().endswith(JSONL_SUFFIXES):
+    """The format of ``auto`` input: by file suffix, else JSONL when the first line is a JSON object, else text."""
+    suffix = os.path.splitext(path or "")[1].lower() if path and path != "-" else ""
+    if suffix in JSONL_SUFFIXES:
         return "jsonl"
-    if path and path.lower().endswith(".txt"):
+    if suffix == ".json":
+        return "json"
+    if suffix == ".txt":
         return "text"
     try:
         return "jsonl" if isinstance(json.loads(first_line), dict) else "text"
@@ -74,41 +90,77 @@ def sniff_format(path, first_line):
         return "text"
 
 
+def _decode(raw, line_no, what):
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as err:
+        return None, Record(line_no, error=f"invalid UTF-8 at byte {err.start} of the {what} ({err.reason}); skipped")
+
+
+def _object_record(obj, line_no, text_field):
+    """A Record for one parsed JSON value: an object holding the text field (or, in a JSON array, a string)."""
+    if isinstance(obj, str):
+        return Record(line_no, text=obj)
+    if not isinstance(obj, dict):
+        return Record(line_no, error=f"a record must be an object holding the text (in a JSON array also a "
+                                     f"string), got {type(obj).__name__}; skipped")
+    if text_field not in obj:
+        return Record(line_no, error=f"no {text_field!r} field (use --text-field); skipped")
+    text = obj[text_field]
+    if not isinstance(text, str):
+        return Record(line_no, error=f"field {text_field!r} must be a string, got {type(text).__name__}; skipped")
+    return Record(line_no, text=text, fields=obj)
+
+
 def parse_line(raw, line_no, fmt, text_field):
-    """A Record for one raw input line (bytes, newline included or not)."""
+    """A Record for one raw input line (bytes, newline included or not) of ``jsonl`` or ``lines`` input; None for
+    a blank JSONL line."""
     raw = raw[:-1] if raw.endswith(b"\n") else raw
     raw = raw[:-1] if raw.endswith(b"\r") else raw
-    try:
-        decoded = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return Record(line_no, error=f"invalid UTF-8 at byte {err.start} of the line ({err.reason}); line skipped")
-    if fmt == "text":
+    decoded, failed = _decode(raw, line_no, "line")
+    if failed:
+        return failed
+    if fmt == "lines":
         return Record(line_no, text=decoded)
     if not decoded.strip():
         return None
     try:
         obj = json.loads(decoded)
     except ValueError as err:
-        return Record(line_no, error=f"not valid JSON ({err}); line skipped")
-    if not isinstance(obj, dict):
-        return Record(line_no, error=f"a JSONL line must be an object, got {type(obj).__name__}; line skipped")
-    if text_field not in obj:
-        return Record(line_no, error=f"no {text_field!r} field (use --text-field); line skipped")
-    text = obj[text_field]
-    if not isinstance(text, str):
-        return Record(line_no, error=f"field {text_field!r} must be a string, got {type(text).__name__}; line skipped")
-    return Record(line_no, text=text, fields=obj)
+        return Record(line_no, error=f"not valid JSON ({err}); skipped")
+    if isinstance(obj, str):  # a JSONL line is an object; a bare string is the wrong shape, not a text
+        return Record(line_no, error="a JSONL line must be an object, got str; skipped")
+    return _object_record(obj, line_no, text_field)
+
+
+def whole_input_records(content, fmt, text_field):
+    """Records of ``json`` or ``text`` input read whole (bytes)."""
+    decoded, failed = _decode(content, 1, "input")
+    if failed:
+        return [failed]
+    if fmt == "text":
+        return [Record(1, text=decoded)]
+    try:
+        data = json.loads(decoded)
+    except ValueError as err:
+        return [Record(1, error=f"not valid JSON ({err}); skipped")]
+    if isinstance(data, list):
+        return [_object_record(obj, i, text_field) for i, obj in enumerate(data, start=1)]
+    return [_object_record(data, 1, text_field)]
 
 
 def redact_stream(in_stream, out_stream, redactor, fmt="auto", text_field="text", detect_only=False, batch_size=8,
-                  path=None, progress=False, on_error=None):
-    """Redact (or only detect in) every record of a binary input stream, writing JSONL bytes to ``out_stream``.
-    ``on_error(line, message)`` is called for each failed line. Returns a StreamSummary."""
+                  path=None, progress=False, on_error=None, text_out=None):
+    """Redact (or only detect in) every record of a binary input stream, writing JSONL bytes to ``out_stream`` and,
+    when ``text_out`` is given, the redacted text to it (a document as it is, ``lines`` one per line).
+    ``on_error(line, message)`` is called for each failed record. Returns a StreamSummary."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     summary = StreamSummary()
     total = os.fstat(in_stream.fileno()).st_size if progress and path not in (None, "-") else None
     bar = tqdm(total=total, unit="B", unit_scale=True, disable=not progress, desc="redact", leave=False)
     pending = []
-    state = {"consecutive_failures": 0}
+    sink = _Sink(out_stream, text_out, redactor, text_field, detect_only, summary, on_error)
     try:
         lines = iter(in_stream)
         first = next(lines, None)
@@ -116,6 +168,15 @@ def redact_stream(in_stream, out_stream, redactor, fmt="auto", text_field="text"
             return summary
         if fmt == "auto":
             fmt = sniff_format(path, first.strip())
+        summary.fmt = fmt
+        if fmt in ("json", "text"):
+            content = first + in_stream.read()
+            bar.update(len(content))
+            records = whole_input_records(content, fmt, text_field)
+            summary.lines = len(records)
+            for start in range(0, len(records), batch_size):
+                sink.flush(records[start:start + batch_size], fmt)
+            return summary
         for line_no, raw in enumerate(_chain(first, lines), start=1):
             summary.lines += 1
             bar.update(len(raw))
@@ -125,9 +186,9 @@ def redact_stream(in_stream, out_stream, redactor, fmt="auto", text_field="text"
                 continue
             pending.append(record)
             if len(pending) >= batch_size:
-                _flush(pending, out_stream, redactor, text_field, detect_only, summary, on_error, state)
+                sink.flush(pending, fmt)
                 pending = []
-        _flush(pending, out_stream, redactor, text_field, detect_only, summary, on_error, state)
+        sink.flush(pending, fmt)
     finally:
         bar.close()
     return summary
@@ -138,22 +199,33 @@ def _chain(first, rest):
     yield from rest
 
 
-def _flush(records, out_stream, redactor, text_field, detect_only, summary, on_error, state):
-    good = [r for r in records if r.error is None]
-    results = _run(redactor, good, detect_only, state)
-    for record in records:
-        result = results.get(record.line)
-        if record.error is not None or isinstance(result, str):
-            message = record.error or result
-            summary.failed += 1
-            if on_error:
-                on_error(record.line, message)
-            out = {"line": record.line, "error": message}
-        else:
-            out = _output_record(record, result, text_field, detect_only, summary)
-        summary.records += 1
-        out_stream.write(_dumps(out) + b"\n")
-    out_stream.flush()
+class _Sink:
+    """Runs the detector on a batch of records and writes one output record per input record, in order."""
+
+    def __init__(self, out_stream, text_out, redactor, text_field, detect_only, summary, on_error):
+        self.out_stream, self.text_out, self.redactor = out_stream, text_out, redactor
+        self.text_field, self.detect_only, self.summary, self.on_error = text_field, detect_only, summary, on_error
+        self.state = {"consecutive_failures": 0}
+
+    def flush(self, records, fmt):
+        good = [r for r in records if r.error is None]
+        results = _run(self.redactor, good, self.detect_only, self.state)
+        for record in records:
+            result = results.get(record.line)
+            if record.error is not None or isinstance(result, str):
+                message = record.error or result
+                self.summary.failed += 1
+                if self.on_error:
+                    self.on_error(record.line, message)
+                out, text = {"line": record.line, "error": message}, ""
+            else:
+                out = _output_record(record, result, self.text_field, self.detect_only, self.summary)
+                text = result.redacted_text
+            self.summary.records += 1
+            self.out_stream.write(_dumps(out) + b"\n")
+            if self.text_out is not None:
+                self.text_out.write((text + ("\n" if fmt != "text" else "")).encode("utf-8", "surrogatepass"))
+        self.out_stream.flush()
 
 
 def _run(redactor, records, detect_only, state):
