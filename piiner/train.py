@@ -23,7 +23,7 @@ from piiner.training.args import parse_args, resolve_backbone
 from piiner.training.callbacks import HubFilesCallback, NonFiniteGuard
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts
 from piiner.training.collator import PiiNerCollator
-from piiner.training.features import build_features, oversample
+from piiner.training.features import RecordCheck, build_features, oversample
 from piiner.evaluation.model_card import KNOWN_SOURCES, write_model_card
 from piiner.training.args import EMBEDDED_MINILM
 from piiner.training.hub import ensure_code_files, format_upload_plan, upload_plan
@@ -59,11 +59,18 @@ def _looks_like_hub_id(name):
     return name.count("/") == 1 and not name.startswith((".", "/"))
 
 
-def select_split(records, name, limit, what):
+def select_split(records, name, limit, what, label_types):
+    """One split, limited, with every record checked (see `RecordCheck`); rejected records are logged by id."""
     if name not in records:
         raise SystemExit(f"the dataset has no {what} split {name!r} (splits: {sorted(records)})")
     split = records[name]
-    return split.select(range(min(limit, len(split)))) if limit is not None else split
+    split = split.select(range(min(limit, len(split)))) if limit is not None else split
+    check = RecordCheck(what)
+    checked = check(split, label_types)
+    (logger.warning if check.rejected else logger.info)(check.describe(len(split)))
+    if not len(checked):
+        raise SystemExit(f"no usable {what} record: {check.describe(len(split))}")
+    return checked
 
 
 def build_model(model_args):
@@ -115,11 +122,17 @@ def main(argv=None, extra_callbacks=()):
     record_process_group(training_args)
 
     records = load_records(data_args)
-    train_records = select_split(records, data_args.train_split, data_args.max_train_samples, "training")
-    eval_records = select_split(records, data_args.validation_split, data_args.max_eval_samples, "validation")
-    test_records = records[data_args.test_split] if data_args.test_split in records else None
     tokenizer, model = build_model(model_args)
     config = model.config
+    label_types = {label.split("-", 1)[1] for label in config.label2id if label != "O"}
+    train_records = select_split(records, data_args.train_split, data_args.max_train_samples, "training", label_types)
+    eval_records = select_split(
+        records, data_args.validation_split, data_args.max_eval_samples, "validation", label_types
+    )
+    test_records = (
+        select_split(records, data_args.test_split, None, "test", label_types)
+        if data_args.test_split in records else None
+    )
 
     # The main process tokenizes and writes the cache; the other ranks then read it instead of redoing the work.
     with training_args.main_process_first(desc="tokenize"):

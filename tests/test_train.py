@@ -283,3 +283,41 @@ def test_missing_quickstart_corpus_names_the_command_that_builds_it(tmp_path):
             "--output_dir", str(tmp_path)]
     with pytest.raises(SystemExit, match="piiner-data build --sources synthetic,presidio,wnut17 --out data/__missing__"):
         main(argv)
+
+
+def test_records_entering_training_are_checked_sorted_and_rejected_by_name(run_inputs, tmp_path, capsys):
+    """A folder of JSONL straight into train.py: unsorted spans are all labelled (only the first was), and a record
+    with an out-of-range, overlapping or unknown-label span is rejected by id and counted, never half-labelled."""
+    backbone, _ = run_inputs
+    text = "call john smith at 555-201-3344 or jo@ex.com"
+    spans = [{"start": 35, "end": 44, "label": "EMAIL"}, {"start": 5, "end": 15, "label": "PERSON"},
+             {"start": 19, "end": 31, "label": "PHONE"}]
+    good = {"id": "unsorted", "text": text, "spans": spans}
+    bad = [
+        {"id": "past-the-end", "text": text, "spans": [{"start": 40, "end": 99, "label": "EMAIL"}]},
+        {"id": "overlap", "text": text, "spans": [{"start": 5, "end": 15, "label": "PERSON"},
+                                                  {"start": 10, "end": 20, "label": "PERSON"}]},
+        {"id": "no-such-type", "text": text, "spans": [{"start": 5, "end": 15, "label": "WIZARD"}]},
+    ]
+    data = tmp_path / "jsonl"
+    data.mkdir()
+    for split in ("train", "validation"):
+        (data / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [good, *bad]))
+
+    records = datasets.load_dataset("json", data_files={"train": str(data / "train.jsonl")})["train"]
+    from piiner.training.features import RecordCheck
+
+    check = RecordCheck("training")
+    kept = check(records, set(TIER_OF))
+    assert kept["id"] == ["unsorted"]
+    assert {reason: ids for reason, ids in check.rejected.items()} == {
+        "span_out_of_range": ["past-the-end"], "overlapping_spans": ["overlap"], "unknown_label": ["no-such-type"]}
+    config = PiiNerForTokenClassification.config_class(encoder_config=tiny_bert_config())
+    features = build_features(kept, build_tiny_tokenizer(), config, max_length=64, stride=8)
+    labelled = {LABELS[label].split("-", 1)[1] for label in features["labels"][0] if label > 0}
+    assert labelled == {"EMAIL", "PERSON", "PHONE"}
+
+    main(train_argv(backbone, str(data), str(tmp_path / "run"), "--test_split", "none", "--max_steps", "1",
+                    "--eval_strategy", "no", "--save_strategy", "no"))
+    logged = capsys.readouterr().out
+    assert "training: 3 of 4 records rejected" in logged and "past-the-end" in logged

@@ -167,16 +167,43 @@ def clean_record(record, audit):
     return out
 
 
+def span_problem(text, spans, types=_PII_TYPE_SET):
+    """Why `spans` cannot label `text`, or None: each span a dict with integer `start < end` inside the text and a
+    `label` in `types`, and no two overlapping (in any order; sort by start before use)."""
+    if not isinstance(text, str):
+        return "text_not_a_string"
+    if not isinstance(spans, (list, tuple)):
+        return "spans_not_a_list"
+    placed = []
+    for span in spans:
+        if not isinstance(span, dict):
+            return "span_not_an_object"
+        start, end, label = span.get("start"), span.get("end"), span.get("label")
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end)):
+            return "offset_not_an_integer"
+        if not 0 <= start < end <= len(text):
+            return "span_out_of_range"
+        if label not in types:
+            return "unknown_label"
+        placed.append((start, end))
+    placed.sort()
+    if any(nxt[0] < prev[1] for prev, nxt in zip(placed, placed[1:])):
+        return "overlapping_spans"
+    return None
+
+
 def check_record(record):
-    """Raise ValueError when a unified record breaks an invariant (used by tests and the builder's final pass)."""
+    """Raise ValueError when a unified record breaks an invariant (used by tests and the builder's final pass):
+    `span_problem`, plus spans sorted and without surrounding whitespace."""
+    problem = span_problem(record["text"], record["spans"])
+    if problem:
+        raise ValueError(f"{record['id']}: {problem} in {record['spans']}")
     text = record["text"]
     previous_end = 0
     for span in record["spans"]:
-        start, end, label = span["start"], span["end"], span["label"]
-        if label not in _PII_TYPE_SET:
-            raise ValueError(f"{record['id']}: unknown label {label!r}")
-        if not (previous_end <= start < end <= len(text)):
-            raise ValueError(f"{record['id']}: span {span} out of order, empty or out of range")
+        start, end = span["start"], span["end"]
+        if start < previous_end:
+            raise ValueError(f"{record['id']}: span {span} out of order")
         if text[start].isspace() or text[end - 1].isspace():
             raise ValueError(f"{record['id']}: span {span} has surrounding whitespace")
         previous_end = end

@@ -14,6 +14,7 @@ import inspect
 from datasets.fingerprint import Hasher
 
 from piiner import tokenization_utils
+from piiner.data_prep.records import span_problem
 from piiner.pii_schema import TIER_OF
 from piiner.tokenization_utils import encode_texts
 
@@ -68,6 +69,42 @@ def unreachable_spans(offsets_per_window, spans):
                 starts.add(start)
                 ends.add(end)
     return sum(1 for span in spans if span["start"] not in starts or span["end"] not in ends)
+
+
+class RecordCheck:
+    """Records of one split checked before they become windows: kept ones get their spans sorted; a record that
+    cannot be labelled is rejected by id and counted by reason (`span_problem`), never half-labelled."""
+
+    def __init__(self, name):
+        self.name, self.rejected = name, {}
+
+    def __call__(self, records, label_types):
+        missing = {"id", "text", "spans"} - set(records.column_names)
+        if missing:
+            raise ValueError(f"the {self.name} records have no {sorted(missing)} column(s) "
+                             f"(columns: {records.column_names})")
+        keep, unsorted = [], False
+        for i, (record_id, text, spans) in enumerate(zip(records["id"], records["text"], records["spans"])):
+            spans = [] if spans is None else spans
+            problem = span_problem(text, spans, label_types)
+            if problem:
+                self.rejected.setdefault(problem, []).append(str(record_id))
+                continue
+            keep.append(i)
+            unsorted = unsorted or any(b["start"] < a["start"] for a, b in zip(spans, spans[1:]))
+        if len(keep) < len(records):
+            records = records.select(keep)
+        if unsorted:
+            records = records.map(lambda row: {"spans": sorted(row["spans"] or [], key=lambda x: x["start"])},
+                                  desc=f"sort {self.name} spans")
+        return records
+
+    def describe(self, total):
+        if not self.rejected:
+            return f"{self.name}: all {total} records kept"
+        reasons = "; ".join(f"{reason} {len(ids)} (e.g. {', '.join(ids[:3])})"
+                            for reason, ids in sorted(self.rejected.items()))
+        return f"{self.name}: {sum(map(len, self.rejected.values()))} of {total} records rejected: {reasons}"
 
 
 def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
