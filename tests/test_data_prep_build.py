@@ -74,3 +74,59 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["build", "--sources", "synthetic,unknown_corpus", "--out", str(tmp_path / "z")])
     assert "unknown source(s) unknown_corpus" in capsys.readouterr().err
+
+
+def test_a_copy_with_a_rejected_span_never_wins_deduplication(tmp_path):
+    """The test-split copy of a text lost its span (off its text): it is dropped, counted, and the correctly
+    labelled train copy is kept, where it used to lose to the held-out copy and sit in test labelled 'no PII'."""
+    from piiner.data_prep.audit import Audit
+    from piiner.data_prep.dedup import deduplicate
+    from piiner.data_prep.records import clean_record
+
+    text = "Reach Ana at ana@x.org"
+    good = {"id": "a", "source": "s", "text": text, "group": "g1", "split": "train",
+            "spans": [{"start": 13, "end": 22, "label": "EMAIL"}]}
+    broken = {**good, "id": "b", "group": "g2", "split": "test",
+              "spans": [{"start": 13, "end": 40, "label": "EMAIL"}]}
+    audit = Audit()
+    cleaned = [r for r in (clean_record(broken, audit), clean_record(good, audit)) if r is not None]
+    kept = deduplicate(cleaned, audit)
+    assert [(r["id"], r["split"], r["spans"]) for r in kept] == [("a", "train", good["spans"])]
+    assert audit.record_rejections["s"] == {"span_out_of_range": 1}
+
+
+def test_a_malformed_row_is_counted_with_its_file_and_line_and_the_rest_kept(tmp_path):
+    folder = tmp_path / "nemotron"
+    folder.mkdir()
+    row = {"uid": "n1", "text": "Mail bob@corp.io now", "spans": "[{'start': 5, 'end': 16, 'label': 'email'}]"}
+    (folder / "train.jsonl").write_text(json.dumps(row) + "\n{not json\n" + json.dumps({**row, "uid": "n2",
+                                        "text": "Mail amy@corp.io now"}) + "\n")
+    out = tmp_path / "out"
+    assert main(["build", "--sources", "nemotron", "--out", str(out), "--from-dir", f"nemotron={folder}"]) == 0
+    audit = json.loads((out / "audit.json").read_text())
+    assert audit["record_rejections"]["nemotron"] == {"malformed_row": 1}
+    assert audit["malformed_rows"]["nemotron"] == [f"{folder / 'train.jsonl'}:2: not valid JSON (Expecting property "
+                                                   "name enclosed in double quotes)"]
+    built = datasets.load_from_disk(str(out))
+    assert sum(len(built[s]) for s in built) == 2
+    assert f"train.jsonl:2" in (out / "audit.md").read_text()
+
+
+def test_out_deletes_only_what_a_build_wrote(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my own file")
+    with pytest.raises(ValueError, match="not empty and was not written by piiner-data build"):
+        from piiner.data_prep.build import build
+
+        build(str(mine), sources=["synthetic"], synthetic_per_type=1, verbose=False)
+    assert sorted(os.listdir(mine)) == ["notes.txt"]
+
+    out = tmp_path / "corpus"
+    fixtures = ["--from-dir", f"wnut17={FIXTURES}/wnut17"]
+    assert main(["build", "--sources", "synthetic,wnut17", "--out", str(out), "--synthetic-per-type", "1",
+                 *fixtures]) == 0
+    assert (out / "test_wnut17.jsonl").exists()
+    # A rebuild with fewer sources replaces the old build whole, the old source's test file included.
+    assert main(["build", "--sources", "synthetic", "--out", str(out), "--synthetic-per-type", "1"]) == 0
+    assert not (out / "test_wnut17.jsonl").exists() and (out / "test_synthetic.jsonl").exists()

@@ -19,27 +19,28 @@ def labeled(record):
 def test_out_of_range_empty_and_bad_offsets_are_rejected_and_counted():
     audit = Audit()
     text = "Call 555-0100 now"
-    record = clean_record(raw(text, [
-        {"start": 5, "end": 13, "label": "PHONE"},
-        {"start": 10, "end": 99, "label": "PHONE"},
-        {"start": 4, "end": 4, "label": "PHONE"},
-        {"start": -1, "end": 3, "label": "PHONE"},
-        {"start": "x", "end": 3, "label": "PHONE"},
-    ]), audit)
-    assert labeled(record) == [("555-0100", "PHONE")]
+    good = {"start": 5, "end": 13, "label": "PHONE"}
+    record = clean_record(raw(text, [good, {"start": 4, "end": 4, "label": "PHONE"}]), audit)
+    assert labeled(record) == [("555-0100", "PHONE")]  # an empty span holds no value: only the span goes
+    for bad in ({"start": 10, "end": 99, "label": "PHONE"}, {"start": -1, "end": 3, "label": "PHONE"},
+                {"start": "x", "end": 3, "label": "PHONE"}):
+        # A span that cannot be placed leaves its value unlabelled in the text: the whole record goes.
+        assert clean_record(raw(text, [good, bad]), audit) is None
     assert audit.span_rejections["src"] == {"out_of_range": 2, "empty_span": 1, "bad_offset_type": 1}
+    assert audit.record_rejections["src"] == {"span_out_of_range": 2, "span_bad_offset_type": 1}
 
 
 def test_value_mismatch_repaired_when_unique_rejected_when_ambiguous():
     audit = Audit()
     text = "For my take on Mrs. Ayers, see Ayers2 and pw abc abc"
-    record = clean_record(raw(text, [
-        {"start": 21, "end": 26, "label": "PERSON", "value": "Ayers,"},  # "Ayers," occurs once
-        {"start": 0, "end": 3, "label": "PASSWORD", "value": "abc"},  # occurs twice: no guessing
-    ]), audit)
+    repaired = {"start": 21, "end": 26, "label": "PERSON", "value": "Ayers,"}  # "Ayers," occurs once
+    record = clean_record(raw(text, [repaired]), audit)
     assert labeled(record) == [("Ayers,", "PERSON")]
     assert audit.notes["src"]["repaired_offset"] == 1
+    ambiguous = {"start": 0, "end": 3, "label": "PASSWORD", "value": "abc"}  # occurs twice: no guessing
+    assert clean_record(raw(text, [repaired, ambiguous]), audit) is None
     assert audit.span_rejections["src"]["value_mismatch"] == 1
+    assert audit.record_rejections["src"]["span_value_mismatch"] == 1
 
 
 def test_whitespace_is_trimmed_and_counted():

@@ -21,12 +21,18 @@ class Audit:
         self.span_rejections = collections.defaultdict(collections.Counter)
         self.notes = collections.defaultdict(collections.Counter)
         self.rows_read = collections.Counter()
+        self.malformed = collections.defaultdict(list)
 
     def read(self, source, n=1):
         self.rows_read[source] += n
 
     def reject_record(self, source, reason, n=1):
         self.record_rejections[source][reason] += n
+
+    def malformed_row(self, source, where):
+        """A row that could not be read at all (`where`: its file, line and what is wrong); the rest is kept."""
+        self.record_rejections[source]["malformed_row"] += 1
+        self.malformed[source].append(where)
 
     def reject(self, source, reason, n=1):
         self.span_rejections[source][reason] += n
@@ -40,6 +46,7 @@ class Audit:
             "record_rejections": {s: dict(c) for s, c in self.record_rejections.items()},
             "span_rejections": {s: dict(c) for s, c in self.span_rejections.items()},
             "notes": {s: dict(c) for s, c in self.notes.items()},
+            "malformed_rows": {s: list(rows) for s, rows in self.malformed.items()},
         }
 
 
@@ -122,6 +129,15 @@ def write_audit(out_dir, splits, audit, settings):
                 rej_rows.append([source, kind, reason, n])
     lines.append(_table(["source", "kind", "reason", "count"], rej_rows) if rej_rows else "None.")
     lines.append("")
+    if audit.malformed:
+        lines.append("## Malformed rows (left out; the rest of each file was read)")
+        lines.append("")
+        for source in sorted(audit.malformed):
+            shown = audit.malformed[source][:50]
+            lines += [f"- {source}: {where}" for where in shown]
+            if len(audit.malformed[source]) > len(shown):
+                lines.append(f"- {source}: ... {len(audit.malformed[source]) - len(shown)} more (audit.json)")
+        lines.append("")
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "audit.md"), "w") as f:
         f.write("\n".join(lines))

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import time
 
 from .audit import SPLITS, Audit, write_audit
@@ -62,6 +63,7 @@ def build(out_dir, sources=DEFAULT_SOURCES, from_dirs=None, synthetic_per_type=D
     sources = list(dict.fromkeys(sources))
     if not sources:
         raise ValueError("no source given")
+    replaced = previous_build(out_dir)  # before any work: a folder of someone else's files is refused at once
     audit = Audit()
     records = collect(sources, dict(from_dirs or {}), synthetic_per_type, seed, audit)
     records = deduplicate(records, audit)
@@ -70,15 +72,14 @@ def build(out_dir, sources=DEFAULT_SOURCES, from_dirs=None, synthetic_per_type=D
         check_record(record)
     _check_groups(splits)
 
+    _remove(out_dir, replaced)
     os.makedirs(out_dir, exist_ok=True)
+    # An empty split is left out: datasets cannot load a saved empty one back (the summary shows its 0).
     dataset = datasets.DatasetDict({
         split: datasets.Dataset.from_dict({c: [r[c] for r in rows] for c in COLUMNS}, features=features())
-        for split, rows in splits.items()
+        for split, rows in splits.items() if rows
     })
     dataset.save_to_disk(out_dir)
-    for name in os.listdir(out_dir):  # a rebuild with fewer sources must not leave an old source's test file
-        if name.startswith("test_") and name.endswith(".jsonl"):
-            os.remove(os.path.join(out_dir, name))
     for source in sources:
         path = os.path.join(out_dir, f"test_{source}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
@@ -87,9 +88,37 @@ def build(out_dir, sources=DEFAULT_SOURCES, from_dirs=None, synthetic_per_type=D
                     f.write(json.dumps({"id": r["id"], "source": source, "text": r["text"], "spans": r["spans"]}, ensure_ascii=False) + "\n")
     settings = {"sources": ",".join(sources), "synthetic_per_type": synthetic_per_type, "seed": seed}
     write_audit(out_dir, splits, audit, settings)
+    with open(os.path.join(out_dir, MANIFEST), "w", encoding="utf-8") as f:
+        json.dump(sorted(os.listdir(out_dir)), f, indent=1)
     if verbose:
         print(summary(splits, out_dir, time.time() - started))
     return dataset
+
+
+MANIFEST = ".piiner-data-build.json"  # the names a build wrote into its --out folder
+
+
+def previous_build(out_dir):
+    """The names a previous build wrote into `out_dir` (its manifest), to be replaced; [] for a new or empty folder.
+    A folder holding anything else is refused: a build deletes only files it wrote itself."""
+    if not os.path.isdir(out_dir) or not os.listdir(out_dir):
+        return []
+    manifest = os.path.join(out_dir, MANIFEST)
+    if not os.path.isfile(manifest):
+        found = sorted(os.listdir(out_dir))
+        raise ValueError(f"--out {out_dir} is not empty and was not written by piiner-data build (it holds "
+                         f"{', '.join(found[:5])}{' ...' if len(found) > 5 else ''}); choose a new or empty folder")
+    with open(manifest, encoding="utf-8") as f:
+        return json.load(f) + [MANIFEST]
+
+
+def _remove(out_dir, names):
+    for name in names:
+        path = os.path.join(out_dir, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
 
 
 def _check_groups(splits):

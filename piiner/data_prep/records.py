@@ -5,7 +5,9 @@ A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "gr
 ``group`` names the template or source document a record came from; splits are drawn by group so no template
 or document is on both sides of a split.
 
-``clean_record`` applies, in this order (each step counted in the audit under the record's source):
+``clean_record`` applies, in this order (each step counted in the audit under the record's source); a record with a
+span that steps 1-2 cannot place is dropped whole (``span_out_of_range`` etc.), because its text still holds the
+value, which kept unlabelled would be taught as not PII:
 
 1. Range: a span must satisfy ``0 <= start < end <= len(text)`` with integer offsets, else it is rejected.
 2. Value: when the source gives the span's surface value and ``text[start:end]`` differs, the span moves to the
@@ -48,16 +50,24 @@ def _as_offset(value):
     raise SpanError(f"offset {value!r} is not an integer")
 
 
+# Rejections that leave a labelled value somewhere in the text unplaced: the whole record goes.
+LOST_VALUE = ("bad_offset_type", "out_of_range", "value_mismatch")
+
+
 def place_span(text, start, end, value, audit, source):
-    """Return validated (start, end) for one span or None when it is rejected (counted)."""
+    """Validated (start, end) for one span; None for a span that covers no character (empty or all whitespace);
+    the reason, one of `LOST_VALUE`, for a span that cannot be placed. Rejections are counted."""
     try:
         start, end = _as_offset(start), _as_offset(end)
     except SpanError:
         audit.reject(source, "bad_offset_type")
+        return "bad_offset_type"
+    if start == end and 0 <= start <= len(text):
+        audit.reject(source, "empty_span")
         return None
     if not (0 <= start < end <= len(text)):
-        audit.reject(source, "empty_span" if start == end else "out_of_range")
-        return None
+        audit.reject(source, "out_of_range")
+        return "out_of_range"
     if value is not None and text[start:end] != value:
         if value and text.count(value) == 1:
             start = text.index(value)
@@ -65,7 +75,7 @@ def place_span(text, start, end, value, audit, source):
             audit.note(source, "repaired_offset")
         else:
             audit.reject(source, "value_mismatch")
-            return None
+            return "value_mismatch"
     stripped_start, stripped_end = start, end
     while stripped_start < stripped_end and text[stripped_start].isspace():
         stripped_start += 1
@@ -153,6 +163,10 @@ def clean_record(record, audit):
         if label not in _PII_TYPE_SET:
             raise ValueError(f"adapter for {source!r} produced non-canonical label {label!r}")
         placed = place_span(text, raw.get("start"), raw.get("end"), raw.get("value"), audit, source)
+        if placed in LOST_VALUE:
+            # The value is somewhere in the text: kept without its span, the record would teach that it is not PII.
+            audit.reject_record(source, f"span_{placed}")
+            return None
         if placed is not None:
             spans.append({"start": placed[0], "end": placed[1], "label": label})
     spans = merge_parts(text, resolve_overlaps(spans, audit, source))

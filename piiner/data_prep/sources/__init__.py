@@ -11,7 +11,7 @@ import os
 from typing import Callable, Optional
 
 from . import ai4privacy, gretel, nemotron, presidio, wnut17
-from .loading import SourceUnavailable, read_local, read_rows
+from .loading import SourceUnavailable, fetch_files, read_local, read_rows
 
 # The checkout this package sits in (editable install); ../shared/data beside it is the offline copy of the sets.
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -24,17 +24,25 @@ def shared_data_dir():
 
 @dataclasses.dataclass(frozen=True)
 class Source:
+    """Where a source lives and how its rows become raw records.
+
+    `local_reader(path, problems)` reads a local copy (a folder or a file) into {split: rows}, describing malformed
+    rows in `problems`; `urls` maps each file of the local copy to its public address, fetched into the cache when
+    neither --from-dir nor the shared folder has it; `hub_id` is read with `datasets.load_dataset` otherwise."""
+
     name: str
     to_records: Callable
     hub_id: Optional[str] = None
     local_reader: Callable = read_local
     default_folder: Optional[str] = None  # under shared_data_dir()
+    urls: Optional[dict] = None
 
 
 SOURCES = {
     "presidio": Source("presidio", presidio.records, local_reader=presidio.read_rows,
-                       default_folder="presidio-research"),
-    "wnut17": Source("wnut17", wnut17.records, local_reader=wnut17.read_rows, default_folder="wnut17"),
+                       default_folder="presidio-research", urls=presidio.URLS),
+    "wnut17": Source("wnut17", wnut17.records, local_reader=wnut17.read_rows, default_folder="wnut17",
+                     urls=wnut17.URLS),
     **{name: Source(name, ai4privacy.records, hub_id=hub) for name, hub in ai4privacy.HUB_IDS.items()},
     "nemotron": Source("nemotron", nemotron.records, hub_id=nemotron.HUB_IDS["nemotron"]),
     "gretel_finance": Source("gretel_finance", gretel.finance_records, hub_id=gretel.HUB_IDS["gretel_finance"]),
@@ -43,20 +51,29 @@ SOURCES = {
 
 
 def iter_source(name, local_path, audit):
-    """Raw records of source ``name`` (see the module docstring)."""
+    """Raw records of source ``name``, read from the first place that has it: ``local_path`` (--from-dir), the
+    shared data folder, the download cache (fetching the public files when online), or the Hub. Malformed rows are
+    counted in the audit with their file and line."""
     if name not in SOURCES:
         raise SourceUnavailable(f"unknown source {name!r}; known: synthetic, {', '.join(SOURCES)}")
     source = SOURCES[name]
-    if not local_path and source.default_folder:
-        local_path = os.path.join(shared_data_dir(), source.default_folder)
-        if not os.path.exists(local_path):
-            raise SourceUnavailable(f"source {name!r}: {local_path} is missing; pass --from-dir {name}=PATH")
+    problems = []
+    shared = os.path.join(shared_data_dir(), source.default_folder) if source.default_folder else None
     if local_path:
         if not os.path.exists(local_path):
             raise SourceUnavailable(f"source {name!r}: --from-dir path {local_path!r} does not exist")
-        rows_by_split = source.local_reader(local_path)
+        rows_by_split = source.local_reader(local_path, problems)
+    elif shared and os.path.exists(shared):
+        rows_by_split = source.local_reader(shared, problems)
+    elif source.urls:
+        hint = f"pass --from-dir {name}=PATH to a local copy, or put the files under {shared}"
+        rows_by_split = source.local_reader(fetch_files(name, source.urls, hint), problems)
+    elif source.hub_id:
+        rows_by_split = read_rows(name, source.hub_id, problems=problems)
     else:
-        rows_by_split = read_rows(name, source.hub_id)
+        raise SourceUnavailable(f"source {name!r}: {shared} is missing; pass --from-dir {name}=PATH")
+    for problem in problems:
+        audit.malformed_row(name, problem)
     return source.to_records(name, rows_by_split, audit)
 
 

@@ -20,19 +20,32 @@ def _split_of_filename(path):
     return "train"
 
 
-def _read_file(path):
+def _json_lines(path, lines, problems):
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            problems.append(f"{path}:{number}: not valid JSON ({error.msg})")
+    return rows
+
+
+def _read_file(path, problems):
+    """Rows of one file; a line that is not JSON is skipped and described in `problems` with its file and line."""
     lower = path.lower()
     if lower.endswith(".jsonl"):
-        with open(path, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return _json_lines(path, f, problems)
     if lower.endswith(".json"):
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             content = f.read()
         try:
             data = json.loads(content)
         except json.JSONDecodeError:
             # JSON lines under a .json name, as many Hub exports are
-            return [json.loads(line) for line in content.splitlines() if line.strip()]
+            return _json_lines(path, content.splitlines(), problems)
         if isinstance(data, list):
             return data
         if isinstance(data, dict):
@@ -57,8 +70,10 @@ def _is_saved_dataset(path):
                for marker in ("dataset_dict.json", "state.json", "dataset_info.json"))
 
 
-def read_local(path):
-    """{split: [row dict, ...]} from a file, a folder of files, or a ``save_to_disk`` folder."""
+def read_local(path, problems=None):
+    """{split: [row dict, ...]} from a file, a folder of files, or a ``save_to_disk`` folder. Malformed rows are
+    left out and described (file and line) in `problems`, a list the caller counts."""
+    problems = [] if problems is None else problems
     if not os.path.exists(path):
         raise SourceUnavailable(f"local path {path!r} does not exist")
     if os.path.isdir(path) and _is_saved_dataset(path):
@@ -80,17 +95,17 @@ def read_local(path):
             raise SourceUnavailable(f"{path!r} holds no .jsonl/.json/.parquet/.arrow file")
         out = {}
         for file in files:
-            out.setdefault(_split_of_filename(file), []).extend(_read_file(file))
+            out.setdefault(_split_of_filename(file), []).extend(_read_file(file, problems))
         return out
-    return {_split_of_filename(path): _read_file(path)}
+    return {_split_of_filename(path): _read_file(path, problems)}
 
 
-def read_rows(source, hub_id, local_path=None, hub_config=None):
+def read_rows(source, hub_id, local_path=None, hub_config=None, problems=None):
     """{split: rows} for a source: the local path when given, else ``datasets.load_dataset(hub_id)``."""
     if local_path:
-        return read_local(local_path)
+        return read_local(local_path, problems)
     hint = f"pass --from-dir {source}=PATH (a .jsonl/.json/.parquet/.arrow file or folder, or a save_to_disk folder)"
-    if os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1":
+    if offline():
         raise SourceUnavailable(f"source {source!r} needs the Hub dataset {hub_id!r} but the Hub is offline; {hint}")
     import datasets
 
@@ -99,6 +114,53 @@ def read_rows(source, hub_id, local_path=None, hub_config=None):
     except Exception as error:  # network, auth or gated-access failures all end here, with the cause kept
         raise SourceUnavailable(f"source {source!r}: could not load {hub_id!r} from the Hub ({error}); {hint}") from error
     return {_split_of_filename(name): ds for name, ds in loaded.items()}
+
+
+def offline():
+    """True when the environment forbids the network (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)."""
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def cache_dir():
+    """Where downloaded source files are kept: $PIINER_CACHE or ~/.cache/piiner/data."""
+    return os.environ.get("PIINER_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "piiner", "data")
+
+
+def mirrored(url):
+    """`url` through $PIINER_DATA_MIRROR when set: https://host/path -> MIRROR/host/path (a local copy of the public
+    files, or a fixture server in the tests)."""
+    mirror = os.environ.get("PIINER_DATA_MIRROR")
+    if not mirror:
+        return url
+    return mirror.rstrip("/") + "/" + url.split("://", 1)[-1]
+
+
+def fetch_files(source, files, hint):
+    """The folder holding `files` ({path inside the folder: public URL}) in the download cache, downloading the
+    ones not there yet. Raises SourceUnavailable, with `hint`, when offline or a download fails."""
+    import urllib.error
+    import urllib.request
+
+    folder = os.path.join(cache_dir(), source)
+    for relative, url in files.items():
+        target = os.path.join(folder, relative)
+        if os.path.exists(target):
+            continue
+        if offline():
+            raise SourceUnavailable(f"source {source!r} is not cached and the network is off (HF_HUB_OFFLINE or "
+                                    f"HF_DATASETS_OFFLINE is set), so {url} cannot be fetched; {hint}")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        partial = target + ".part"
+        try:
+            with urllib.request.urlopen(mirrored(url), timeout=60) as response, open(partial, "wb") as f:
+                while chunk := response.read(1 << 20):
+                    f.write(chunk)
+        except (urllib.error.URLError, OSError) as error:
+            if os.path.exists(partial):
+                os.remove(partial)
+            raise SourceUnavailable(f"source {source!r}: could not download {mirrored(url)} ({error}); {hint}") from None
+        os.replace(partial, target)
+    return folder
 
 
 def parse_list(value):

@@ -13,6 +13,10 @@ from .labels import PRESIDIO
 from .loading import map_span, read_local
 
 FILES = ("synth_dataset_v2.json", "generated_large.json", "generated_small.json")
+_REPO = "https://github.com/microsoft/presidio-research/raw/HEAD"
+URLS = {"synth_dataset_v2.json": f"{_REPO}/data/synth_dataset_v2.json",
+        "generated_large.json": f"{_REPO}/tests/data/generated_large.json",
+        "generated_small.json": f"{_REPO}/tests/data/generated_small.json"}
 _PLACEHOLDER = re.compile(r"\{\{[^}]*\}\}")
 _BIRTH_CONTEXT = re.compile(r"\b(?:born|birth|birthday|bday|dob|d\.o\.b)\b", re.IGNORECASE)
 _CONTEXT_CHARS = 24
@@ -29,17 +33,17 @@ def template_group(masked, fallback):
     return "presidio/" + " ".join(_PLACEHOLDER.sub("{}", masked).lower().split())
 
 
-def read_rows(path):
+def read_rows(path, problems=None):
     """{"train": rows} from the folder of the JSON files (or one file); presidio has no split of its own."""
     if os.path.isdir(path):
         present = [f for f in FILES if os.path.exists(os.path.join(path, f))]
         if present:
             rows = []
             for name in present:
-                for i, row in enumerate(read_local(os.path.join(path, name))["train"]):
+                for i, row in enumerate(read_local(os.path.join(path, name), problems)["train"]):
                     rows.append({**row, "_file": name, "_index": i})
             return {"train": rows}
-    rows_by_split = read_local(path)
+    rows_by_split = read_local(path, problems)
     return {split: [{**row, "_file": os.path.basename(path), "_index": i} for i, row in enumerate(rows)]
             for split, rows in rows_by_split.items()}
 

@@ -15,6 +15,7 @@ from .labels import WNUT17
 from .loading import map_span
 
 FILES = {"wnut17train.conll": "train", "emerging.dev.conll": "test"}
+URLS = {name: f"https://github.com/leondz/emerging_entities_17/raw/HEAD/{name}" for name in FILES}
 HANDLE = re.compile(r"@([A-Za-z0-9_]{1,30}):?")  # "RT @name:" keeps its colon outside the span
 URL = re.compile(r"(?:https?://|www\.)[^\s<>\"]+", re.IGNORECASE)
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
@@ -39,7 +40,7 @@ def parse_conll(lines):
     return sentences
 
 
-def read_rows(path):
+def read_rows(path, problems=None):
     """{split: sentences} from the folder holding the CoNLL files, or one file (split from its name)."""
     paths = {}
     if os.path.isdir(path):
