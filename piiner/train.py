@@ -17,6 +17,7 @@ import datasets
 import torch
 import transformers
 from transformers import AutoTokenizer, EarlyStoppingCallback, set_seed
+from transformers.trainer_utils import get_last_checkpoint
 
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.training.args import parse_args, resolve_backbone
@@ -88,6 +89,24 @@ def build_model(model_args):
     return tokenizer, model
 
 
+def check_output_dir(training_args):
+    """Refuse to train into a non-empty output folder unless asked to resume or overwrite, and resolve
+    `--resume_from_checkpoint last` to the newest checkpoint there. Runs before anything is written."""
+    out, resume = training_args.output_dir, training_args.resume_from_checkpoint
+    if resume in ("last", "true", "True"):
+        last = get_last_checkpoint(out) if os.path.isdir(out) else None
+        if last is None:
+            raise SystemExit(f"--resume_from_checkpoint {resume}: no checkpoint-N folder in {out} to resume from")
+        training_args.resume_from_checkpoint = last
+    elif resume and not os.path.isdir(resume):
+        raise SystemExit(f"--resume_from_checkpoint {resume}: no such checkpoint folder")
+    if os.path.isdir(out) and os.listdir(out) and not training_args.resume_from_checkpoint \
+            and not training_args.overwrite_output_dir:
+        raise SystemExit(f"output_dir {out} is not empty: pass --resume_from_checkpoint last (or a checkpoint folder) "
+                         "to continue that run, --overwrite_output_dir true to write into it anyway, or choose "
+                         "another --output_dir")
+
+
 def record_process_group(training_args):
     """Write this rank's view of the process group to <output_dir>/_ranks/rank<N>.json (not pushed: leading "_").
 
@@ -116,6 +135,7 @@ def main(argv=None, extra_callbacks=()):
         training_args.load_best_model_at_end and training_args.metric_for_best_model
     ):
         raise SystemExit("early_stopping_patience needs load_best_model_at_end: true and a metric_for_best_model")
+    check_output_dir(training_args)
     if training_args.torch_num_threads:
         torch.set_num_threads(training_args.torch_num_threads)
     set_seed(training_args.seed)

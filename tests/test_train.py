@@ -321,3 +321,20 @@ def test_records_entering_training_are_checked_sorted_and_rejected_by_name(run_i
                     "--eval_strategy", "no", "--save_strategy", "no"))
     logged = capsys.readouterr().out
     assert "training: 3 of 4 records rejected" in logged and "past-the-end" in logged
+
+
+def test_a_non_empty_output_dir_is_refused_unless_resuming_or_overwriting(run_inputs, tmp_path):
+    backbone, data = run_inputs
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("someone's file")
+    quick = ("--max_steps", "2", "--eval_strategy", "no", "--save_strategy", "steps", "--save_steps", "2",
+             "--test_split", "none")
+    with pytest.raises(SystemExit, match="is not empty: pass --resume_from_checkpoint last"):
+        main(train_argv(backbone, data, str(out), *quick))
+    with pytest.raises(SystemExit, match="no checkpoint-N folder"):
+        main(train_argv(backbone, data, str(out), *quick, "--resume_from_checkpoint", "last"))
+    main(train_argv(backbone, data, str(out), *quick, "--overwrite_output_dir", "true"))
+    assert (out / "notes.txt").read_text() == "someone's file" and (out / "checkpoint-2").is_dir()
+    resumed = main(train_argv(backbone, data, str(out), *quick, "--max_steps", "3", "--resume_from_checkpoint", "last"))
+    assert resumed.args.resume_from_checkpoint == str(out / "checkpoint-2") and resumed.state.global_step == 3

@@ -41,6 +41,38 @@ def test_unknown_yaml_key_is_an_error_naming_it(tmp_path):
         parse_args(["--config", config])
 
 
+@pytest.mark.parametrize("line, key", [("max_steps: 6.7", "max_steps"), ("seed: true", "seed"),
+                                       ("head_learning_rate: fast", "head_learning_rate"), ("bf16: 1", "bf16"),
+                                       ("stride: null", "stride")])
+def test_yaml_values_are_type_checked_when_parsed(tmp_path, line, key):
+    """max_steps 6.7 in a YAML fails here, naming the key, not after the model has loaded."""
+    config = write_yaml(tmp_path, f"output_dir: {tmp_path}\n{line}\n")
+    with pytest.raises(SystemExit, match=f"{key}: .* is not a valid"):
+        parse_args(["--config", config])
+
+
+def test_yaml_numbers_written_as_strings_are_read_as_a_flag_would_be(tmp_path):
+    config = write_yaml(tmp_path, f"output_dir: {tmp_path}\nhead_learning_rate: 1e-3\nmax_steps: '12'\n")
+    _, _, args = parse_args(["--config", config])
+    assert args.head_learning_rate == 1e-3 and args.max_steps == 12
+
+
+def test_relative_paths_in_a_yaml_are_relative_to_its_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (tmp_path / "corpus").mkdir()
+    (folder / "run.yaml").write_text("dataset: ../corpus\noutput_dir: ../runs/x\n"
+                                     "model_name_or_path: org/backbone\ntokenizer_name_or_path: ./tok\n")
+    monkeypatch.chdir(tmp_path / "corpus")  # anywhere else: the YAML's folder decides, not the working directory
+    model_args, data_args, args = parse_args(["--config", str(folder / "run.yaml")])
+    assert data_args.dataset == str(tmp_path / "corpus") and args.output_dir == str(tmp_path / "runs" / "x")
+    assert model_args.model_name_or_path == "org/backbone"  # a Hub id stays a Hub id
+    assert model_args.tokenizer_name_or_path == str(folder / "tok")
+    # A flag is relative to the working directory, as on any command line.
+    _, data_args, _ = parse_args(["--config", str(folder / "run.yaml"), "--dataset", "here"])
+    assert data_args.dataset == "here"
+
+
 @pytest.mark.parametrize(
     "value, expected",
     [("1:3,2:2,3:1.5,4:1", {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0}), ('{"1": 1, "2": 1, "3": 1, "4": 2}', {1: 1, 2: 1, 3: 1, 4: 2})],

@@ -4,9 +4,12 @@
 every YAML value can be overridden by a flag of the same name: ``--config configs/quickstart.yaml --max_steps 50``.
 """
 
+import enum
 import json
 import os
 import sys
+import types
+import typing
 from dataclasses import dataclass, field, fields
 
 import yaml
@@ -172,6 +175,9 @@ class PiiTrainingArguments(TrainingArguments):
             Stop after this many evaluations without improvement of `metric_for_best_model`.
         early_stopping_threshold (`float`, defaults to 0.0):
             Least improvement that counts.
+        overwrite_output_dir (`bool`, defaults to `False`):
+            Allow a non-empty `output_dir`; otherwise a run refuses one unless it resumes (`resume_from_checkpoint`,
+            a checkpoint folder or "last" for the newest checkpoint in `output_dir`).
         push_dry_run (`bool`, defaults to `False`):
             After training, print every file (and size) that `--push_to_hub` would upload, without any network.
         torch_num_threads (`int`, *optional*):
@@ -210,6 +216,11 @@ class PiiTrainingArguments(TrainingArguments):
     early_stopping_threshold: float = field(default=0.0)
     push_dry_run: bool = field(default=False, metadata={"help": "List what --push_to_hub would upload; no network."})
     torch_num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={"help": "Train into a non-empty output_dir (files of the same names are replaced, nothing is "
+                          "deleted). Without it, or --resume_from_checkpoint, a non-empty output_dir is refused."},
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -244,11 +255,101 @@ class PiiTrainingArguments(TrainingArguments):
 ARGUMENT_CLASSES = (ModelArguments, DataArguments, PiiTrainingArguments)
 
 
+# Arguments naming files or folders. In a YAML they are relative to the YAML's folder; an argument that may also be a
+# Hub id (org/name) is read as a path when it starts with ./, ../, / or ~, or names something that exists there.
+PATH_ARGUMENTS = ("output_dir", "logging_dir")
+PATH_OR_HUB_ARGUMENTS = ("dataset", "model_name_or_path", "init_from_checkpoint", "tokenizer_name_or_path",
+                         "resume_from_checkpoint")
+
+
+def _resolve_yaml_path(key, value, folder):
+    if not isinstance(value, str) or value.startswith("embedded:") or (key == "resume_from_checkpoint" and value in (
+            "last", "true", "True")):
+        return value
+    expanded = os.path.expanduser(value)
+    if os.path.isabs(expanded):
+        return expanded
+    candidate = os.path.normpath(os.path.join(folder, expanded))
+    if key in PATH_ARGUMENTS or value.startswith(("./", "../")) or os.path.exists(candidate):
+        return candidate
+    return value
+
+
+def _type_error(key, value, annotation, path):
+    return SystemExit(f"{path}: {key}: {value!r} is not a valid {getattr(annotation, '__name__', annotation)}")
+
+
+def _checked_value(key, value, annotation, path):
+    """`value` for a field annotated `annotation`, as a command-line flag would give it: an int field takes an int (or
+    a string of one), never 6.7; a float field an int or float; a bool field a bool; None only where allowed."""
+    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) or typing.get_origin(
+        annotation) is typing.Union else (annotation,)
+    if value is None:
+        if type(None) in options:
+            return None
+        raise _type_error(key, value, annotation, path)
+    for option in options:
+        origin = typing.get_origin(option) or option
+        if option is bool:
+            if isinstance(value, bool):
+                return value
+        elif option is int:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+                return int(value)
+        elif option is float:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return float(value)
+            if isinstance(value, str):
+                try:
+                    return float(value)
+                except ValueError:
+                    pass
+        elif option is str or (isinstance(origin, type) and issubclass(origin, enum.Enum)):
+            if isinstance(value, str):
+                return value
+        elif origin in (dict, list, tuple):
+            if isinstance(value, origin):
+                return value
+        elif option is type(None):
+            continue
+        else:  # an annotation this check does not know: leave the value to the dataclass
+            return value
+    raise _type_error(key, value, annotation, path)
+
+
+def read_yaml(config_path):
+    """The YAML's values, each checked against its argument's type and paths made relative to the YAML's folder.
+    An unknown key is an error that names it (a typo must not silently fall back to a default)."""
+    if not os.path.isfile(config_path):
+        raise SystemExit(f"config file not found: {config_path}")
+    with open(config_path, encoding="utf-8") as f:
+        values = yaml.safe_load(f) or {}
+    if not isinstance(values, dict):
+        raise SystemExit(f"{config_path} must hold a mapping of argument names to values")
+    annotations = {}
+    for cls in ARGUMENT_CLASSES:
+        hints = typing.get_type_hints(cls)
+        annotations.update({f.name: hints.get(f.name, typing.Any) for f in fields(cls) if f.init})
+    unknown = sorted(set(values) - set(annotations))
+    if unknown:
+        raise SystemExit(f"{config_path}: unknown argument(s) {unknown}")
+    folder = os.path.dirname(os.path.abspath(config_path))
+    checked = {}
+    for key, value in values.items():
+        value = _checked_value(key, value, annotations[key], config_path)
+        if key in PATH_ARGUMENTS + PATH_OR_HUB_ARGUMENTS:
+            value = _resolve_yaml_path(key, value, folder)
+        checked[key] = value
+    return checked
+
+
 def parse_args(argv=None):
     """Parse ``[--config FILE.yaml] [--field value ...]`` into (model, data, training) arguments.
 
-    YAML keys become parser defaults, so a flag given on the command line wins over the file. An unknown YAML key
-    is an error that names it (a typo must not silently fall back to a default).
+    YAML keys become parser defaults, so a flag given on the command line wins over the file; YAML values are
+    type-checked here (see `read_yaml`), flags by argparse.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = HfArgumentParser(ARGUMENT_CLASSES)
@@ -260,16 +361,7 @@ def parse_args(argv=None):
         config_path = argv[i + 1]
         del argv[i : i + 2]
     if config_path is not None:
-        if not os.path.isfile(config_path):
-            raise SystemExit(f"config file not found: {config_path}")
-        with open(config_path, encoding="utf-8") as f:
-            values = yaml.safe_load(f) or {}
-        if not isinstance(values, dict):
-            raise SystemExit(f"{config_path} must hold a mapping of argument names to values")
-        known = {f.name for cls in ARGUMENT_CLASSES for f in fields(cls) if f.init}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise SystemExit(f"{config_path}: unknown argument(s) {unknown}")
+        values = read_yaml(config_path)
         parser.set_defaults(**values)
         # A required field given in the YAML is no longer required on the command line.
         for action in parser._actions:
