@@ -261,3 +261,30 @@ def test_presidio_missing_exits_naming_the_install_command(monkeypatch, gold_fil
 def test_regex_stays_linear_on_long_adversarial_text(text):
     # Asserts no match, not a time: a quadratic pattern would make this one test take tens of seconds.
     assert regex_spans(text) == []
+
+
+def test_what_redact_detect_only_writes_is_scored_on_its_entities_not_the_gold_it_copies(tmp_path, gold_file):
+    """`piiner-redact --detect-only` copies the input's gold `spans` through beside its `entities`: those entities
+    are the predictions. (They used to be ignored and the copied gold scored 1.000.)"""
+    from piiner.deid.cli import main as redact
+
+    detected = tmp_path / "detected.jsonl"
+    assert redact([gold_file, "--detector", "regex", "--detect-only", "-o", str(detected), "--no-progress"]) == 0
+    rows = [json.loads(line) for line in detected.read_text().splitlines()]
+    assert all("spans" in r and "entities" in r for r in rows)
+    report = _run("--predictions", detected, "--data", gold_file, "--label-map", "PER=PERSON")
+    assert report["overall"]["fp"] + report["overall"]["fn"] > 0 and report["overall"]["f1"] < 1.0
+    assert report["overall"]["tp"] == 3  # the email, the SSN and the card; not Bob
+
+
+def test_a_prediction_row_without_predictions_or_with_an_unknown_id_is_an_error(tmp_path, gold_file):
+    failed = _write_jsonl(tmp_path / "failed.jsonl", [
+        {"id": "a", "entities": []}, {"line": 2, "error": "invalid UTF-8"}, {"id": "c", "entities": []}])
+    with pytest.raises(SystemExit, match="needs an 'entities' or 'spans' list.*invalid UTF-8"):
+        _run("--predictions", failed, "--data", gold_file)
+    stray = _write_jsonl(tmp_path / "stray.jsonl", [{"id": i, "spans": []} for i in ("a", "b", "c", "zz")])
+    with pytest.raises(SystemExit, match="not in the gold data, e.g. \\['zz'\\]"):
+        _run("--predictions", stray, "--data", gold_file)
+    # Ids of rows left out by --source are known gold ids, not strays.
+    other_source = _write_jsonl(tmp_path / "all.jsonl", [{"id": i, "spans": []} for i in ("a", "b", "c")])
+    assert _run("--predictions", other_source, "--data", gold_file, "--source", "web")["meta"]["n_texts"] == 2

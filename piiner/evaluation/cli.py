@@ -17,7 +17,15 @@ import time
 from collections import Counter
 
 from piiner.evaluation.baselines import BASELINES, BaselineUnavailable, get_baseline
-from piiner.evaluation.data import align_predictions, check_and_map_spans, load_gold, parse_label_map, read_jsonl
+from piiner.evaluation.data import (
+    align_predictions,
+    check_and_map_spans,
+    load_split,
+    parse_label_map,
+    prediction_spans,
+    read_jsonl,
+    select_rows,
+)
 from piiner.evaluation.metrics import span_metrics
 from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
@@ -119,7 +127,8 @@ def evaluate(args, command=None):
     types = _parse_types(args.types)
     label_map = parse_label_map(args.label_map)
     compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
-    rows = load_gold(args.data, split=args.split, source=args.source, limit=args.limit)
+    split_rows = load_split(args.data, split=args.split)
+    rows = select_rows(split_rows, source=args.source, limit=args.limit)
     texts = [r["text"] for r in rows]
     n_chars = sum(map(len, texts))
     dropped = Counter()
@@ -127,8 +136,9 @@ def evaluate(args, command=None):
 
     seconds = None
     if args.predictions:
-        pred_rows = align_predictions(rows, read_jsonl(args.predictions), args.predictions)
-        pred = [check_and_map_spans(r, label_map, dropped, "pred") for r in pred_rows]
+        pred_rows = align_predictions(rows, read_jsonl(args.predictions), args.predictions,
+                                      known_ids=[r["id"] for r in split_rows])
+        pred = [check_and_map_spans({**r, "spans": prediction_spans(r)}, label_map, dropped, "pred") for r in pred_rows]
         raw = [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred]
     else:
         raw, seconds = _run_predictor(args, texts)

@@ -86,6 +86,11 @@ def load_gold(data, split="test", source=None, limit=None):
 
     ``_row`` is the row's index in the split before filtering, which line-aligned predictions refer to.
     """
+    return select_rows(load_split(data, split), source, limit)
+
+
+def load_split(data, split="test"):
+    """Every row of the gold data's split, each checked and numbered (``_row``); see `load_gold`."""
     if os.path.isfile(data):
         rows = read_jsonl(data)
     elif data.endswith(".jsonl"):
@@ -99,10 +104,15 @@ def load_gold(data, split="test", source=None, limit=None):
             raise ValueError(f"{row['_where']}: 'spans' must be a list")
         row["_row"] = i
         row.setdefault("id", str(i))
+    return rows
+
+
+def select_rows(rows, source=None, limit=None):
+    """The rows of one source (``--source``), the first ``limit`` of them."""
     if source is not None:
         sources = Counter(r.get("source") for r in rows)
         if set(sources) == {None}:
-            raise ValueError(f"--source {source!r} given but {data} has no 'source' column")
+            raise ValueError(f"--source {source!r} given but the data has no 'source' column")
         rows = [r for r in rows if r.get("source") == source]
         if not rows:
             raise ValueError(f"no row has source {source!r}; sources present: {dict(sources)}")
@@ -142,8 +152,22 @@ def check_and_map_spans(row, label_map, dropped, who):
     return out
 
 
-def align_predictions(gold_rows, pred_rows, pred_path):
-    """The prediction row for each gold row: by ``id`` when every prediction has one, else by line."""
+def prediction_spans(row):
+    """The predicted spans of one prediction row: ``entities`` (what the pipeline and ``piiner-redact
+    --detect-only`` write) or ``spans`` (``--save-predictions``). A row with ``entities`` is scored on them even when
+    it also carries gold ``spans`` copied through from the input; a row with neither (a failed record, say) is an
+    error, never scored as "found nothing"."""
+    for key in ("entities", "spans"):
+        if isinstance(row.get(key), list):
+            return row[key]
+    reason = f" (it reports an error: {row['error']!r})" if "error" in row else ""
+    raise ValueError(f"{row['_where']}: a prediction row needs an 'entities' or 'spans' list{reason}")
+
+
+def align_predictions(gold_rows, pred_rows, pred_path, known_ids=None):
+    """The prediction row for each gold row: by ``id`` when every prediction has one, else by line. ``known_ids``
+    (every id of the gold split, before any --source or --limit) turns a prediction for an unknown id into an
+    error: predictions made on other data must not be scored."""
     if pred_rows and all("id" in p for p in pred_rows):
         by_id = {}
         for p in pred_rows:
@@ -153,6 +177,11 @@ def align_predictions(gold_rows, pred_rows, pred_path):
         missing = [g["id"] for g in gold_rows if str(g["id"]) not in by_id]
         if missing:
             raise ValueError(f"{pred_path} has no prediction for {len(missing)} gold ids, e.g. {missing[:5]}")
+        if known_ids is not None:
+            unknown = [i for i in by_id if i not in {str(k) for k in known_ids}]
+            if unknown:
+                raise ValueError(f"{pred_path} has predictions for {len(unknown)} ids that are not in the gold data, "
+                                 f"e.g. {unknown[:5]}: were they made on another file?")
         aligned = [by_id[str(g["id"])] for g in gold_rows]
     else:
         n_split = max((g["_row"] for g in gold_rows), default=-1) + 1
@@ -169,4 +198,5 @@ def align_predictions(gold_rows, pred_rows, pred_path):
     return aligned
 
 
-__all__ = ["parse_label_map", "load_gold", "check_and_map_spans", "align_predictions", "read_jsonl"]
+__all__ = ["parse_label_map", "load_gold", "load_split", "select_rows", "check_and_map_spans", "align_predictions",
+           "prediction_spans", "read_jsonl"]
