@@ -78,9 +78,9 @@ class PiiNerConfig(PreTrainedConfig):
         # id2label / label2id are config fields in transformers 5, so they arrive as attributes, not kwargs.
         if self.id2label is None and self.label2id is None and kwargs.get("num_labels") is None:
             self.id2label, self.label2id = dict(ID2LABEL), dict(LABEL2ID)
-        # The custom pipeline ships in pipeline_piiner.py; naming it here makes
-        # pipeline("token-classification", model=DIR, trust_remote_code=True) build it for any saved snapshot.
-        kwargs.setdefault("custom_pipelines", {"token-classification": dict(PIPELINE_ENTRY)})
+        # The custom pipeline ships in pipeline_piiner.py; naming it here makes pipeline("token-classification",
+        # model=DIR, trust_remote_code=True) build it for any saved snapshot, and "ner" (the stock alias) too.
+        kwargs.setdefault("custom_pipelines", {task: dict(PIPELINE_ENTRY) for task in ("token-classification", "ner")})
         # A config object passed in is kept, not copied (`from_backbone` shares it with the loaded encoder), and
         # transformers sets this config's attention implementation, None here, on every sub-config: the caller's
         # encoder config would lose its own, and a model already built on it would silently fall back to eager

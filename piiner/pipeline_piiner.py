@@ -80,22 +80,18 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         return preprocess_params, {}, postprocess_params
 
     def __call__(self, inputs, **kwargs):
-        """Find PII in one text (returns a list of dicts) or in a list of texts (returns a list of lists)."""
-        if isinstance(inputs, tuple):
-            inputs = list(inputs)
-        if isinstance(inputs, list):
-            if not inputs:
-                return []
-            for i, text in enumerate(inputs):
-                if not isinstance(text, str):
-                    raise TypeError(f"inputs[{i}] must be a str, got {type(text).__name__}")
-        elif not isinstance(inputs, str) and not _is_stream(inputs):
-            raise TypeError(f"inputs must be a str or a list of str, got {type(inputs).__name__}")
+        """Find PII in one text (returns a list of dicts) or in many: a list, tuple or NumPy array of texts and any
+        sized sequence (a `datasets` column) give a list of lists; a torch `Dataset` (`KeyDataset`), a generator or
+        any other iterator stream, as in the stock pipeline, and give an iterator of lists."""
+        inputs = _as_pipeline_input(inputs)
+        if isinstance(inputs, list) and not inputs:
+            return []
         return super().__call__(inputs, **kwargs)
 
     def preprocess(self, text, max_length=None, stride=None):
         if not isinstance(text, str):
             raise TypeError(f"each input must be a str, got {type(text).__name__}")
+        text = str(text)  # a str subclass (numpy.str_) as a plain str
         config = self.model.config
         encoding = encode_texts(self.tokenizer, [text], config, max_length=max_length, stride=stride)
         # Every window carries char ids padded to the same width, so the stock collate can batch windows of
@@ -151,9 +147,58 @@ def _threshold(min_score, tier):
     return min_score
 
 
-def _is_stream(inputs):
-    # Datasets and generators are streamed by the base class; their items are checked in preprocess.
-    return hasattr(inputs, "__iter__") and not isinstance(inputs, (bytes, bytearray, dict))
+def _as_pipeline_input(inputs):
+    """What the base pipeline iterates: a str; a list of str (from a list, tuple, NumPy array or other sized
+    sequence); a torch Dataset or generator as they are; any other iterable wrapped in a generator."""
+    import types
+
+    if _is_torch_dataset(inputs) or isinstance(inputs, types.GeneratorType):
+        return inputs  # streamed by the base class; each item is checked in preprocess
+    if hasattr(inputs, "tolist"):  # NumPy arrays and scalars
+        inputs = inputs.tolist()
+    if isinstance(inputs, str):
+        return inputs
+    if isinstance(inputs, (bytes, bytearray, dict)) or not hasattr(inputs, "__iter__"):
+        raise TypeError(f"inputs must be a str or texts (a list, a dataset column, an iterator), got "
+                        f"{type(inputs).__name__}")
+    if not hasattr(inputs, "__len__"):
+        return (text for text in inputs)
+    texts = list(inputs)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"inputs[{i}] must be a str, got {type(text).__name__}")
+    return [str(text) for text in texts]
+
+
+def _is_torch_dataset(inputs):
+    return isinstance(inputs, torch.utils.data.Dataset)
+
+
+def _register_for_loaded_models():
+    """`pipeline("token-classification" or "ner", model=<a loaded piiner model>, tokenizer=...)` builds this pipeline.
+
+    transformers reads `custom_pipelines` only from a config it loads itself, so for a model object it would build
+    the stock pipeline, which calls the model without char ids and gets other entities, silently. The registry's
+    token-classification entry is replaced by a subclass of the stock pipeline that hands piiner models to this one;
+    any other model gets the stock pipeline's behaviour unchanged. A registry entry someone else replaced is left."""
+    from transformers.pipelines import PIPELINE_REGISTRY, TokenClassificationPipeline
+    from transformers.pipelines import _resolve_impl
+
+    entry = PIPELINE_REGISTRY.supported_tasks.get("token-classification")
+    if entry is None or _resolve_impl(entry["impl"]) is not TokenClassificationPipeline:
+        return
+
+    class TokenClassificationPipelineOrPiiNer(TokenClassificationPipeline):
+        def __new__(cls, *args, **kwargs):
+            model = kwargs.get("model", args[0] if args else None)
+            if getattr(getattr(model, "config", None), "model_type", None) == "piiner":
+                return PiiNerTokenClassificationPipeline(*args, **kwargs)
+            return super().__new__(cls)
+
+    entry["impl"] = TokenClassificationPipelineOrPiiNer
+
+
+_register_for_loaded_models()
 
 
 __all__ = ["PiiNerTokenClassificationPipeline"]

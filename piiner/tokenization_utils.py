@@ -28,6 +28,7 @@ _FIBONACCI_MULTIPLIER = 0x9E3779B1
 
 # str.isspace() and the regex \s agree on str patterns (both use Py_UNICODE_ISSPACE); tests check it.
 _WORD = re.compile(r"\S+")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def encode_char(ch, char_vocab_size):
@@ -237,6 +238,10 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         raise ValueError(f"return_tensors must be 'pt' or None, got {return_tensors!r}")
     if max_length is None:
         max_length = default_max_length(tokenizer, config)
+    positions = getattr(getattr(config, "encoder_config", None), "max_position_embeddings", None)
+    if positions and max_length > positions:
+        raise ValueError(f"max_length={max_length} is longer than the encoder's {positions} positions; use at most "
+                         f"{positions} (longer texts are cut into overlapping windows anyway)")
     room = max_length - tokenizer.num_special_tokens_to_add(pair=False)
     if room < 1:
         raise ValueError(f"max_length={max_length} leaves no room for text tokens after the special tokens")
@@ -248,7 +253,9 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
             "or consecutive windows would not advance"
         )
     encoding = tokenizer(
-        texts,
+        # Lone surrogates (which no UTF-8 tokenizer accepts) as U+FFFD, one code point for one: offsets stay those
+        # of the original text, which the char ids and the entities are read from.
+        [_LONE_SURROGATE.sub("\ufffd", text) for text in texts],
         truncation=True,
         max_length=max_length,
         stride=stride,

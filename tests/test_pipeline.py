@@ -257,3 +257,64 @@ def test_snapshot_loads_with_pipeline_in_a_fresh_process(tmp_path):
     for text, result in zip(texts, got):
         for e in result:
             assert text[e["start"]:e["end"]] == e["word"] and e["type"] == "EMAIL" and e["tier"] == 2
+
+
+# -- what the stock pipeline accepts, this one accepts ----------------------------------------------------------------
+
+INPUT_TEXTS = ["call john smith", "mail jo@ex.com now", "nothing here"]
+
+
+def test_every_input_form_of_the_stock_pipeline_gives_the_same_entities():
+    import datasets
+    import numpy as np
+    from transformers.pipelines.pt_utils import KeyDataset
+
+    pipe = make_pipeline(tiny_model(seed=3))
+    expected = pipe(list(INPUT_TEXTS))
+    assert len(expected) == 3
+    table = datasets.Dataset.from_dict({"text": INPUT_TEXTS})
+
+    class Texts(torch.utils.data.Dataset):
+        def __len__(self):
+            return len(INPUT_TEXTS)
+
+        def __getitem__(self, i):
+            return INPUT_TEXTS[i]
+
+    as_lists = {"tuple": tuple(INPUT_TEXTS), "numpy": np.array(INPUT_TEXTS), "column": table["text"]}
+    for name, inputs in as_lists.items():
+        assert pipe(inputs) == expected, name
+    streams = {"KeyDataset": KeyDataset(table, "text"), "torch Dataset": Texts(), "iterator": iter(INPUT_TEXTS),
+               "generator": (t for t in INPUT_TEXTS)}
+    for name, inputs in streams.items():
+        assert list(pipe(inputs)) == expected, name
+    assert pipe(np.array(INPUT_TEXTS)[0]) == expected[0]
+    with pytest.raises(TypeError, match="inputs\\[1\\] must be a str"):
+        pipe(["text", 5])
+
+
+def test_lone_surrogates_and_a_too_long_window_are_handled_not_crashed():
+    pipe = make_pipeline(tiny_model(seed=3))
+    text = "mail \ud800 jo@ex.com \udfff"
+    entities = pipe(text)
+    assert entities and all(text[e["start"]:e["end"]] == e["word"] for e in entities)
+    with pytest.raises(ValueError, match="longer than the encoder's 128 positions"):
+        pipe("john " * 300, max_length=1000)
+
+
+def test_pipeline_for_a_loaded_model_and_the_ner_alias_is_piiners(tmp_path):
+    from transformers import BertForTokenClassification, TokenClassificationPipeline, pipeline
+
+    model = tiny_model(seed=3).eval()
+    tokenizer = build_tiny_tokenizer()
+    expected = make_pipeline(model)(INPUT_TEXTS)
+    for task in ("token-classification", "ner"):
+        pipe = pipeline(task, model=model, tokenizer=tokenizer)
+        assert isinstance(pipe, PiiNerTokenClassificationPipeline) and pipe(INPUT_TEXTS) == expected
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    from_snapshot = pipeline("ner", model=str(tmp_path), trust_remote_code=True)  # the snapshot's own copy of the class
+    assert type(from_snapshot).__name__ == "PiiNerTokenClassificationPipeline"
+    # Any other model still gets the stock pipeline.
+    stock = pipeline("token-classification", model=BertForTokenClassification(tiny_bert_config()), tokenizer=tokenizer)
+    assert isinstance(stock, TokenClassificationPipeline) and not isinstance(stock, PiiNerTokenClassificationPipeline)
