@@ -67,6 +67,10 @@ def build(out_dir, sources=DEFAULT_SOURCES, from_dirs=None, synthetic_per_type=D
     audit = Audit()
     records = collect(sources, dict(from_dirs or {}), synthetic_per_type, seed, audit)
     records = deduplicate(records, audit)
+    if not records:
+        counts = audit.to_dict()
+        raise ValueError(f"no record to write from {', '.join(sources)}: rows read {counts['rows_read']}, records "
+                         f"rejected {counts['record_rejections']}, decisions {counts['notes']}")
     splits = {s: [r for r in records if r["split"] == s] for s in SPLITS}
     for record in records:
         check_record(record)

@@ -29,15 +29,29 @@ def _json_lines(path, lines, problems):
             rows.append(json.loads(line))
         except json.JSONDecodeError as error:
             problems.append(f"{path}:{number}: not valid JSON ({error.msg})")
+            continue
+        if not isinstance(rows[-1], dict):
+            problems.append(f"{path}:{number}: a row must be a JSON object, got {type(rows.pop()).__name__}")
     return rows
+
+
+def _objects(path, rows, problems):
+    """The rows of a JSON array that are objects; the others are described in `problems` by their index."""
+    kept = []
+    for index, row in enumerate(rows):
+        if isinstance(row, dict):
+            kept.append(row)
+        else:
+            problems.append(f"{path}[{index}]: a row must be a JSON object, got {type(row).__name__}")
+    return kept
 
 
 def _read_file(path, problems):
     """Rows of one file; a line that is not JSON is skipped and described in `problems` with its file and line."""
     lower = path.lower()
     if lower.endswith(".jsonl"):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return _json_lines(path, f, problems)
+        with open(path, "rb") as f:  # lines end at "\n" only (text mode would also split at "\r")
+            return _json_lines(path, (raw.decode("utf-8", errors="replace") for raw in f), problems)
     if lower.endswith(".json"):
         with open(path, encoding="utf-8", errors="replace") as f:
             content = f.read()
@@ -45,13 +59,13 @@ def _read_file(path, problems):
             data = json.loads(content)
         except json.JSONDecodeError:
             # JSON lines under a .json name, as many Hub exports are
-            return _json_lines(path, content.splitlines(), problems)
+            return _json_lines(path, content.split("\n"), problems)
         if isinstance(data, list):
-            return data
+            return _objects(path, data, problems)
         if isinstance(data, dict):
             for key in ("data", "rows", "records"):
                 if isinstance(data.get(key), list):
-                    return data[key]
+                    return _objects(path, data[key], problems)
             return [data]
         raise SourceUnavailable(f"{path}: expected a JSON list of rows or JSON lines")
     if lower.endswith(".parquet"):
@@ -235,6 +249,9 @@ def offset_spans(source, field, label_map, normalize, audit, value_key=None):
     try:
         raw_spans = parse_list(field)
     except ValueError:
+        audit.reject_record(source, "unparseable_spans")
+        return None
+    if not all(isinstance(span, dict) for span in raw_spans):
         audit.reject_record(source, "unparseable_spans")
         return None
     spans = []
