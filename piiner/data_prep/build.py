@@ -14,7 +14,7 @@ from .synthetic import SyntheticGenerator
 
 DEFAULT_SOURCES = ("synthetic", "presidio", "wnut17")
 DEFAULT_SYNTHETIC_PER_TYPE = 200
-COLUMNS = ("id", "source", "text", "spans", "group")
+COLUMNS = ("id", "source", "text", "spans", "group", "labelled_types")
 
 
 def features():
@@ -27,6 +27,7 @@ def features():
         "spans": datasets.List({"start": datasets.Value("int32"), "end": datasets.Value("int32"),
                                 "label": datasets.Value("string")}),
         "group": datasets.Value("string"),
+        "labelled_types": datasets.List(datasets.Value("string")),
     })
 
 

@@ -1,7 +1,9 @@
 """The unified record and the rules every span passes before it reaches a split.
 
-A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "group"}``: character offsets into
-``text``, end-exclusive, canonical type names from ``piiner.pii_schema``, spans sorted and non-overlapping.
+A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "group", "labelled_types"}``:
+character offsets into ``text``, end-exclusive, canonical type names from ``piiner.pii_schema``, spans sorted and
+non-overlapping. ``labelled_types`` lists the types the record's annotators labelled (a NER corpus: persons,
+places, organizations); any other type may be present unlabelled. None means every type was labelled.
 ``group`` names the template or source document a record came from; splits are drawn by group so no template
 or document is on both sides of a split.
 
@@ -177,6 +179,7 @@ def clean_record(record, audit):
         "spans": spans,
         "group": str(record.get("group") or record["id"]),
         "split": record["split"],
+        "labelled_types": _labelled_types(record.get("labelled_types")),
     }
     return out
 
@@ -204,6 +207,16 @@ def span_problem(text, spans, types=_PII_TYPE_SET):
     if any(nxt[0] < prev[1] for prev, nxt in zip(placed, placed[1:])):
         return "overlapping_spans"
     return None
+
+
+def _labelled_types(types):
+    """The types a record's annotation covers, sorted (None: every type, as in the synthetic data)."""
+    if types is None:
+        return None
+    unknown = set(types) - _PII_TYPE_SET
+    if unknown:
+        raise ValueError(f"labelled_types names non-canonical types {sorted(unknown)}")
+    return sorted(set(types))
 
 
 def check_record(record):

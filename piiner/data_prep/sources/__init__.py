@@ -10,7 +10,7 @@ import dataclasses
 import os
 from typing import Callable, Optional
 
-from . import ai4privacy, gretel, nemotron, presidio, wnut17
+from . import ai4privacy, gretel, labels, nemotron, ner_sets, presidio, wnut17
 from .loading import SourceUnavailable, fetch_files, read_local, read_rows
 
 # The checkout this package sits in (editable install); ../shared/data beside it is the offline copy of the sets.
@@ -36,17 +36,39 @@ class Source:
     local_reader: Callable = read_local
     default_folder: Optional[str] = None  # under shared_data_dir()
     urls: Optional[dict] = None
+    labelled_types: Optional[tuple] = None  # the types its annotation covers; None: every type
 
+
+def _mapped(label_map, *extra):
+    """The types a source's label map can produce: what its annotation covers."""
+    return tuple(sorted({t for t in label_map.values() if t} | set(extra)))
+
+
+_NER_SETS = {  # name: (local reader, records, shared folder)
+    "btc": (ner_sets.read_btc, ner_sets.btc_records, "btc"),
+    "wikigold": (ner_sets.read_wikigold, ner_sets.wikigold_records, "wikigold"),
+    "sec_filings": (ner_sets.read_sec, ner_sets.sec_records, "sec-filings"),
+    "uner_ewt": (ner_sets.read_uner, ner_sets.uner_records, "uner-ewt"),
+    "gum": (ner_sets.read_gum, ner_sets.gum_records, "gum"),
+}
 
 SOURCES = {
     "presidio": Source("presidio", presidio.records, local_reader=presidio.read_rows,
-                       default_folder="presidio-research", urls=presidio.URLS),
+                       default_folder="presidio-research", urls=presidio.URLS,
+                       labelled_types=_mapped(labels.PRESIDIO, "DATE_OF_BIRTH")),
     "wnut17": Source("wnut17", wnut17.records, local_reader=wnut17.read_rows, default_folder="wnut17",
-                     urls=wnut17.URLS),
-    **{name: Source(name, ai4privacy.records, hub_id=hub) for name, hub in ai4privacy.HUB_IDS.items()},
-    "nemotron": Source("nemotron", nemotron.records, hub_id=nemotron.HUB_IDS["nemotron"]),
-    "gretel_finance": Source("gretel_finance", gretel.finance_records, hub_id=gretel.HUB_IDS["gretel_finance"]),
-    "gretel_masking": Source("gretel_masking", gretel.masking_records, hub_id=gretel.HUB_IDS["gretel_masking"]),
+                     urls=wnut17.URLS, labelled_types=wnut17.LABELLED_TYPES),
+    **{name: Source(name, to_records, local_reader=reader, default_folder=folder, urls=ner_sets.URLS[name],
+                    labelled_types=ner_sets.LABELLED_TYPES[name])
+       for name, (reader, to_records, folder) in _NER_SETS.items()},
+    **{name: Source(name, ai4privacy.records, hub_id=hub, labelled_types=_mapped(labels.AI4PRIVACY))
+       for name, hub in ai4privacy.HUB_IDS.items()},
+    "nemotron": Source("nemotron", nemotron.records, hub_id=nemotron.HUB_IDS["nemotron"],
+                       labelled_types=_mapped(labels.SNAKE)),
+    "gretel_finance": Source("gretel_finance", gretel.finance_records, hub_id=gretel.HUB_IDS["gretel_finance"],
+                             labelled_types=_mapped(labels.SNAKE)),
+    "gretel_masking": Source("gretel_masking", gretel.masking_records, hub_id=gretel.HUB_IDS["gretel_masking"],
+                             labelled_types=_mapped(labels.SNAKE)),
 }
 
 
@@ -74,7 +96,9 @@ def iter_source(name, local_path, audit):
         raise SourceUnavailable(f"source {name!r}: {shared} is missing; pass --from-dir {name}=PATH")
     for problem in problems:
         audit.malformed_row(name, problem)
-    return source.to_records(name, rows_by_split, audit)
+    for record in source.to_records(name, rows_by_split, audit):
+        record.setdefault("labelled_types", source.labelled_types)
+        yield record
 
 
 __all__ = ["SOURCES", "Source", "SourceUnavailable", "iter_source", "shared_data_dir"]

