@@ -322,6 +322,33 @@ def crf_token_nll(
     return torch.where(mask, terms, torch.zeros_like(terms))
 
 
+def crf_partial_nll(
+    emissions: torch.Tensor,
+    allowed: torch.Tensor,
+    mask: torch.Tensor,
+    start: torch.Tensor,
+    transitions: torch.Tensor,
+    end: torch.Tensor,
+) -> torch.Tensor:
+    """
+    Negative log-likelihood of a partial annotation: `-log p(y in Y | x) = log Z - log sum_{y in Y} exp(score(y))`,
+    where Y is every label path whose label at each real position is one `allowed` there. A fully labelled
+    sequence (one label allowed per position) gives the usual NLL; a position whose label is unknown (a date in a
+    corpus that labelled only names) lets the loss sum over every label it may be, instead of calling it "O".
+
+    Args:
+        allowed (`torch.BoolTensor` of shape `(batch, seq_len, num_labels)`): the labels consistent with the
+            annotation at each position; at least one per real position.
+
+    Returns:
+        `torch.Tensor` of shape `(batch,)`, >= 0 (0 for a row without a real position).
+    """
+    log_z, _ = crf_log_partition(emissions, mask, start, transitions, end)
+    kept = emissions.float().masked_fill(~allowed, FORBIDDEN_SCORE)
+    log_z_allowed, _ = crf_log_partition(kept, mask, start, transitions, end)
+    return log_z - log_z_allowed
+
+
 def crf_marginals(
     emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, transitions: torch.Tensor, end: torch.Tensor
 ) -> torch.Tensor:

@@ -25,6 +25,7 @@ from .crf_piiner import (
     crf_decode_cpu,
     crf_log_partition,
     crf_marginals,
+    crf_partial_nll,
     crf_path_score,
     crf_token_nll,
     viterbi_decode,
@@ -429,6 +430,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         char_ids: torch.LongTensor | None = None,
         labels: torch.LongTensor | None = None,
         label_weights: torch.Tensor | None = None,
+        unannotated_labels: torch.Tensor | None = None,
         special_tokens_mask: torch.Tensor | None = None,
         output_hidden_states: bool | None = None,
         output_attentions: bool | None = None,
@@ -446,6 +448,11 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
                 Per-sequence weights multiply the sequence's NLL. Per-token weights multiply that token's term of
                 the exact chain-rule split of the NLL, `-log p(y_t | y_prev, x)` (see `crf_token_nll`), so equal
                 token weights w give w times the sequence NLL.
+            unannotated_labels (`torch.BoolTensor` of shape `(batch_size, num_labels)`, *optional*):
+                Per sequence, the labels its annotators never used (a corpus labelled for names only: every
+                B-/I- label of the other types). A position labelled "O" in such a sequence may carry any of them,
+                and the loss sums over every path through those labels (`crf_partial_nll`) instead of calling them
+                negatives. Rows with no True entry are scored as fully labelled.
             special_tokens_mask (`torch.Tensor`, *optional*): marks special tokens when `char_ids` is not given.
 
         Returns:
@@ -473,7 +480,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             mask = crf_positions(attention_mask, char_ids, special_tokens_mask)
             loss = None
             if labels is not None:
-                loss = self._loss(emissions, labels, mask, label_weights, start, transitions, end)
+                loss = self._loss(emissions, labels, mask, label_weights, unannotated_labels, start, transitions, end)
             decoded_tags = tag_scores = None
             if not self.training:
                 decoded_tags, marginals = self._decode(emissions, mask, start, transitions, end)
@@ -489,8 +496,9 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         )
         return output if _wants_dict(return_dict, self.config) else output.to_tuple()
 
-    def _loss(self, emissions, labels, crf_mask, label_weights, start, transitions, end) -> torch.Tensor:
-        """Weighted CRF NLL averaged over the rows with at least one labelled CRF position."""
+    def _loss(self, emissions, labels, crf_mask, label_weights, unannotated_labels, start, transitions, end):
+        """Weighted CRF NLL averaged over the rows with at least one labelled CRF position; a row with
+        `unannotated_labels` gets the partial-annotation NLL (`crf_partial_nll`) weighted by its mean token weight."""
         if labels.shape != emissions.shape[:2]:
             raise ValueError(f"labels must have shape {tuple(emissions.shape[:2])}, got {tuple(labels.shape)}")
         labelled = labels != -100
@@ -515,11 +523,31 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             )
         if not bool(torch.isfinite(label_weights).all()) or bool((label_weights < 0).any()):
             raise ValueError("label_weights must be finite and >= 0")
-        if label_weights.dim() == 2:
-            nll = (crf_token_nll(emissions, tags, mask, start, transitions, end) * label_weights.float()).sum(-1)
-        else:
-            log_z, _ = crf_log_partition(emissions, mask, start, transitions, end)
-            nll = (log_z - crf_path_score(emissions, tags, mask, start, transitions, end)) * label_weights.float()
+        label_weights = label_weights.float()
+        partial = torch.zeros_like(mask[:, 0])
+        if unannotated_labels is not None:
+            if unannotated_labels.shape != (labels.shape[0], self.num_labels):
+                raise ValueError(f"unannotated_labels must have shape (batch, num_labels) = "
+                                 f"{(labels.shape[0], self.num_labels)}, got {tuple(unannotated_labels.shape)}")
+            partial = unannotated_labels.bool().any(-1)
+        nll = emissions.new_zeros(labels.shape[0])
+        full = ~partial
+        if bool(full.any()):
+            e, t, m, w = emissions[full], tags[full], mask[full], label_weights[full]
+            if w.dim() == 2:
+                nll[full] = (crf_token_nll(e, t, m, start, transitions, end) * w).sum(-1)
+            else:
+                log_z, _ = crf_log_partition(e, m, start, transitions, end)
+                nll[full] = (log_z - crf_path_score(e, t, m, start, transitions, end)) * w
+        if bool(partial.any()):
+            e, t, m, w = emissions[partial], tags[partial], mask[partial], label_weights[partial]
+            outside = t == self.config.label2id.get("O", 0)
+            allowed = nn.functional.one_hot(t, self.num_labels).bool() | (
+                outside.unsqueeze(-1) & unannotated_labels[partial].bool().unsqueeze(1)
+            )
+            if w.dim() == 2:  # a row weight: the mean weight of its labelled tokens
+                w = (w * m).sum(-1) / m.sum(-1).clamp(min=1)
+            nll[partial] = crf_partial_nll(e, allowed, m, start, transitions, end) * w
         has_positions = mask.any(-1)
         return nll[has_positions].sum() / has_positions.sum().clamp(min=1)
 

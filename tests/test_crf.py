@@ -25,6 +25,7 @@ from piiner.crf_piiner import (
     crf_marginals,
     crf_path_score,
     crf_marginals_numpy,
+    crf_partial_nll,
     crf_token_nll,
     viterbi_decode,
     viterbi_decode_numpy,
@@ -188,6 +189,31 @@ def test_path_score_and_token_nll_split_exactly():
     # Each term is -log of a conditional probability: >= 0, zero off the mask, and they sum to the NLL.
     assert (terms >= -1e-5).all() and (terms[~MASK] == 0).all()
     torch.testing.assert_close(terms.sum(-1), log_z - score, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_partial_nll_sums_over_every_path_through_the_allowed_labels(seed):
+    """-log of the total probability of the paths consistent with a partial annotation, against enumeration; with
+    one label allowed per position it is the ordinary NLL."""
+    emissions, start, transitions, end = random_crf(seed, constrained=True)
+    generator = torch.Generator().manual_seed(seed)
+    allowed = torch.rand(*MASK.shape, NUM_LABELS, generator=generator) < 0.5
+    allowed[..., 0] = True  # every position may at least be "O"
+    nll = crf_partial_nll(emissions, allowed, MASK, start, transitions, end)
+    log_z, _ = crf_log_partition(emissions, MASK, start, transitions, end)
+    for row in range(MASK.shape[0]):
+        paths = list(enumerate_paths(emissions[row], MASK[row], start, transitions, end))
+        if not paths:
+            assert nll[row] == 0
+            continue
+        consistent = [score for positions, path, score in paths
+                      if all(allowed[row, p, y] for p, y in zip(positions, path))]
+        assert nll[row].item() == pytest.approx(log_z[row].item() - log_sum_exp(consistent), abs=1e-4)
+    tags = torch.tensor([[1, 2, 2, 0], [0, 3, 4, 0], [0, 0, 1, 2], [0, 0, 3, 0], [0, 0, 0, 0]])
+    one_label = torch.nn.functional.one_hot(tags, NUM_LABELS).bool()
+    full = log_z - crf_path_score(emissions, tags, MASK, start, transitions, end)
+    torch.testing.assert_close(crf_partial_nll(emissions, one_label, MASK, start, transitions, end), full,
+                               atol=1e-4, rtol=1e-5)
 
 
 def test_constraints_follow_bio():

@@ -234,3 +234,58 @@ def test_early_stopping_without_a_best_model_metric_is_refused(tmp_path):
 
     with pytest.raises(SystemExit, match="early_stopping_patience needs load_best_model_at_end"):
         main(["--output_dir", str(tmp_path), "--early_stopping_patience", "2", "--report_to", "none"])
+
+
+def test_records_of_a_names_only_corpus_mark_every_other_label_as_unannotated(tiny_tokenizer):
+    from piiner.training.features import unannotated_label_ids
+
+    ids = unannotated_label_ids(["PERSON", "LOCATION", "ORGANIZATION"], LABEL2ID)
+    assert len(ids) == 2 * 38 and LABEL2ID["B-PERSON"] not in ids and LABEL2ID["I-EMAIL"] in ids
+    assert LABEL2ID["O"] not in ids and unannotated_label_ids(None, LABEL2ID) == []
+    records = datasets.Dataset.from_list([
+        {"id": "ner", "text": "ann met bob", "spans": [], "labelled_types": ["PERSON", "LOCATION", "ORGANIZATION"]},
+        {"id": "synthetic", "text": "ann met bob", "spans": [], "labelled_types": None},
+    ])
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    features = build_features(records, tiny_tokenizer, config, max_length=16, stride=2)
+    assert features["unannotated_labels"] == [ids, []]
+    collate = PiiNerCollator(pad_token_id=0, num_labels=len(LABEL2ID))
+    rows = [{k: features[i][k] for k in ("input_ids", "attention_mask", "labels", "unannotated_labels")}
+            for i in range(2)]
+    batch = collate(rows)
+    assert batch["unannotated_labels"].shape == (2, len(LABEL2ID))
+    assert batch["unannotated_labels"][0].nonzero().flatten().tolist() == ids
+    assert not batch["unannotated_labels"][1].any()
+    assert "unannotated_labels" not in collate(rows[1:])  # a batch of fully labelled rows: the usual loss
+    assert "unannotated_labels" not in PiiNerCollator(pad_token_id=0)(rows)  # partial_annotation: false
+
+
+def test_partial_rows_are_scored_by_the_marginal_likelihood_full_rows_as_before():
+    from piiner.crf_piiner import crf_partial_nll, crf_token_nll
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+
+    torch.manual_seed(0)
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
+    input_ids = torch.randint(5, 99, (2, 6))
+    char_ids = torch.randint(1, 100, (2, 6, 3))
+    char_ids[:, 0] = 0  # [CLS]
+    labels = torch.tensor([[-100, 0, LABEL2ID["B-EMAIL"], 0, 0, 0], [-100, LABEL2ID["B-PERSON"], 0, 0, 0, 0]])
+    weights = torch.tensor([[0.0, 1.0, 2.0, 1.0, 1.0, 1.0], [0.0, 2.0, 1.0, 1.0, 1.0, 3.0]])
+    unannotated = torch.zeros(2, len(LABEL2ID), dtype=torch.bool)
+    unannotated[1, [LABEL2ID["B-EMAIL"], LABEL2ID["I-EMAIL"]]] = True  # row 1 was labelled for names only
+    model.eval()  # no dropout: the same emissions for the loss and the check
+    with torch.no_grad():
+        loss = model(input_ids, char_ids=char_ids, labels=labels, label_weights=weights,
+                     unannotated_labels=unannotated).loss
+        out = model(input_ids, char_ids=char_ids)
+        emissions = torch.log_softmax(model.classifier(model.piiner(input_ids, char_ids=char_ids).last_hidden_state),
+                                      -1)
+        start, transitions, end = model.crf.constrained_transitions()
+        mask = labels != -100
+        full = (crf_token_nll(emissions[:1], labels[:1].clamp(min=0), mask[:1], start, transitions, end)
+                * weights[:1]).sum()
+        allowed = torch.nn.functional.one_hot(labels[1:].clamp(min=0), len(LABEL2ID)).bool()
+        allowed[0, 2:, LABEL2ID["B-EMAIL"]] = allowed[0, 2:, LABEL2ID["I-EMAIL"]] = True
+        partial = crf_partial_nll(emissions[1:], allowed, mask[1:], start, transitions, end) * weights[1, 1:].mean()
+    assert out.decoded_tags is not None
+    assert loss.item() == pytest.approx(((full + partial.sum()) / 2).item(), rel=1e-5)

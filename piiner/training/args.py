@@ -175,6 +175,10 @@ class PiiTrainingArguments(TrainingArguments):
             Stop after this many evaluations without improvement of `metric_for_best_model`.
         early_stopping_threshold (`float`, defaults to 0.0):
             Least improvement that counts.
+        partial_annotation (`bool`, defaults to `True`):
+            A record whose `labelled_types` leave types out (a NER corpus labels persons, places and organizations
+            only) is trained with the partial-annotation CRF likelihood: its "O" tokens may be any unlabelled type,
+            and the loss sums over those paths. `False` reads them as "O", the way every record was read before.
         overwrite_output_dir (`bool`, defaults to `False`):
             Allow a non-empty `output_dir`; otherwise a run refuses one unless it resumes (`resume_from_checkpoint`,
             a checkpoint folder or "last" for the newest checkpoint in `output_dir`).
@@ -216,6 +220,11 @@ class PiiTrainingArguments(TrainingArguments):
     early_stopping_threshold: float = field(default=0.0)
     push_dry_run: bool = field(default=False, metadata={"help": "List what --push_to_hub would upload; no network."})
     torch_num_threads: int | None = field(default=None, metadata={"help": "torch CPU threads per process."})
+    partial_annotation: bool = field(
+        default=True,
+        metadata={"help": "Where a record's annotators labelled only some types (a NER corpus: names), score its 'O' "
+                          "tokens as possibly any other type (marginal likelihood); false reads them as 'O'."},
+    )
     overwrite_output_dir: bool = field(
         default=False,
         metadata={"help": "Train into a non-empty output_dir (files of the same names are replaced, nothing is "

@@ -14,18 +14,24 @@ class PiiNerCollator:
     (B, T, C) grid whose C is the longest word, at least the widest char kernel). Columns that are not model
     inputs (offsets, example index) are left out.
 
+    `unannotated_labels` (a list of label ids per window) becomes a (B, num_labels) bool tensor, and only when some
+    window of the batch has one and `num_labels` is given: a batch of fully labelled windows is scored as before.
+
     Args:
         pad_token_id (`int`): the tokenizer's padding id.
         min_chars (`int`, defaults to 1): smallest char dimension; pass `max(config.char_kernel_sizes)`.
         pad_to_multiple_of (`int`, *optional*): round the sequence length up (8 suits tensor cores).
+        num_labels (`int`, *optional*): the model's label count; without it `unannotated_labels` is left out, so
+            unannotated types are read as "O" (the training argument `partial_annotation: false`).
     """
 
-    def __init__(self, pad_token_id, min_chars=1, pad_to_multiple_of=None):
+    def __init__(self, pad_token_id, min_chars=1, pad_to_multiple_of=None, num_labels=None):
         if pad_token_id is None:
             raise ValueError("the tokenizer has no pad token: set tokenizer.pad_token before training")
         self.pad_token_id = pad_token_id
         self.min_chars = min_chars
         self.pad_to_multiple_of = pad_to_multiple_of
+        self.num_labels = num_labels
 
     def __call__(self, features):
         if not features:
@@ -42,4 +48,9 @@ class PiiNerCollator:
             batch[name] = torch.tensor([row + [pad] * (seq_len - len(row)) for row in rows], dtype=torch.long)
         if "char_ids" in features[0]:
             batch["char_ids"] = pad_char_ids([f["char_ids"] for f in features], seq_len=seq_len, min_chars=self.min_chars)
+        unannotated = [f.get("unannotated_labels") or [] for f in features]
+        if self.num_labels and any(unannotated):
+            batch["unannotated_labels"] = torch.zeros(len(features), self.num_labels, dtype=torch.bool)
+            for row, ids in enumerate(unannotated):
+                batch["unannotated_labels"][row, ids] = True
         return batch

@@ -19,7 +19,7 @@ from piiner.pii_schema import TIER_OF
 from piiner.tokenization_utils import encode_texts
 
 IGNORE_INDEX = -100
-MODEL_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "char_ids", "labels")
+MODEL_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "char_ids", "labels", "unannotated_labels")
 
 
 def align_labels(offsets, spans, label2id):
@@ -58,6 +58,16 @@ def _label_id(label2id, label):
         return label2id[label]
     except KeyError:
         raise ValueError(f"span label {label.split('-', 1)[1]!r} is not a type of the model's label map") from None
+
+
+def unannotated_label_ids(labelled_types, label2id):
+    """Ids of the B-/I- labels of every type a record's annotation did not cover (`labelled_types`; None: all
+    covered, so none): where such a record says "O", the loss may read any of them (see the model's
+    `unannotated_labels`)."""
+    if labelled_types is None:
+        return []
+    covered = set(labelled_types)
+    return sorted(i for label, i in label2id.items() if label != "O" and label.split("-", 1)[1] not in covered)
 
 
 def unreachable_spans(offsets_per_window, spans):
@@ -115,14 +125,17 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
     features["offset_mapping"] = [[list(pair) for pair in offsets] for offsets in encoding["offset_mapping"]]
     features["example_index"] = [indices[s] for s in samples]
     features["labels"] = []
+    features["unannotated_labels"] = []
     features["unreachable_spans"] = []
     first_window = {}
+    labelled_types = batch.get("labelled_types") or [None] * len(batch["text"])
     for w, (sample, offsets) in enumerate(zip(samples, encoding["offset_mapping"])):
         spans = batch["spans"][sample] or []
         try:
             features["labels"].append(align_labels(offsets, spans, config.label2id))
         except ValueError as err:
             raise ValueError(f"record {batch['id'][sample]!r}: {err}") from None
+        features["unannotated_labels"].append(unannotated_label_ids(labelled_types[sample], config.label2id))
         first_window.setdefault(sample, w)
     for w, sample in enumerate(samples):
         # Counted once per record, on its first window, so the column sums to a count of spans.
