@@ -289,3 +289,13 @@ def test_partial_rows_are_scored_by_the_marginal_likelihood_full_rows_as_before(
         partial = crf_partial_nll(emissions[1:], allowed, mask[1:], start, transitions, end) * weights[1, 1:].mean()
     assert out.decoded_tags is not None
     assert loss.item() == pytest.approx(((full + partial.sum()) / 2).item(), rel=1e-5)
+
+
+def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(tiny_tokenizer):
+    """datasets infers a column's type from the first batch of a map; an all-empty first batch made it 'null' and
+    the first partially labelled record further on a cast error."""
+    rows = [{"id": str(i), "text": "ann", "spans": [], "labelled_types": None} for i in range(1001)]
+    rows[-1]["labelled_types"] = ["PERSON"]
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    features = build_features(datasets.Dataset.from_list(rows), tiny_tokenizer, config, max_length=16, stride=2)
+    assert features["unannotated_labels"][-1] and not features["unannotated_labels"][0]

@@ -11,6 +11,7 @@ import bisect
 import hashlib
 import inspect
 
+import datasets
 from datasets.fingerprint import Hasher
 
 from piiner import tokenization_utils
@@ -181,12 +182,20 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
             _code_digest(),
         )
     )
+    ids = datasets.List(datasets.Value("int64"))
+    columns = {name: ids for name in ("input_ids", "attention_mask", "labels", "unannotated_labels")}
+    if "token_type_ids" in tokenizer.model_input_names:
+        columns["token_type_ids"] = ids
+    columns.update(char_ids=datasets.List(ids), offset_mapping=datasets.List(ids),
+                   example_index=datasets.Value("int64"), unreachable_spans=datasets.Value("int64"))
+    # The schema is given, not inferred from the first batch, where a column can be all empty lists.
     return records.map(
         _encode_batch,
         batched=True,
         with_indices=True,
         remove_columns=records.column_names,
         fn_kwargs=dict(tokenizer=tokenizer, config=config, max_length=max_length, stride=stride),
+        features=datasets.Features(columns),
         new_fingerprint=fingerprint,
         desc=desc,
     )
