@@ -35,7 +35,7 @@ def test_value_mismatch_repaired_when_unique_rejected_when_ambiguous():
     text = "For my take on Mrs. Ayers, see Ayers2 and pw abc abc"
     repaired = {"start": 21, "end": 26, "label": "PERSON", "value": "Ayers,"}  # "Ayers," occurs once
     record = clean_record(raw(text, [repaired]), audit)
-    assert labeled(record) == [("Ayers,", "PERSON")]
+    assert labeled(record) == [("Mrs. Ayers,", "PERSON")]  # the title joins the name
     assert audit.notes["src"]["repaired_offset"] == 1
     ambiguous = {"start": 0, "end": 3, "label": "PASSWORD", "value": "abc"}  # occurs twice: no guessing
     assert clean_record(raw(text, [repaired, ambiguous]), audit) is None

@@ -49,11 +49,11 @@ def test_ai4privacy_300k_and_open_500k_shapes():
     assert records["Dear Anna Maria Schmidt, your passport X1234567 expires on 2026-01-01."] == [
         ("Anna Maria Schmidt", "PERSON"), ("X1234567", "PASSPORT_NUMBER"), ("2026-01-01", "DATE")]
     assert records["Mr. Tom Hardy logged in from 10.0.0.12 as thardy."] == [
-        ("Tom Hardy", "PERSON"), ("10.0.0.12", "IP_ADDRESS"), ("thardy", "USERNAME")]
+        ("Mr. Tom Hardy", "PERSON"), ("10.0.0.12", "IP_ADDRESS"), ("thardy", "USERNAME")]  # titles join names
     assert audit.notes["ai4privacy_300k"]["skipped_non_english_row"] == 1
     records, audit = load("ai4privacy_500k", "ai4privacy_500k.jsonl")
     assert records == {"Ms. Olivia Brown, 34, lives at 221 Elm Street, Springfield.": [
-        ("Olivia Brown", "PERSON"), ("34", "AGE"), ("221 Elm Street, Springfield", "STREET_ADDRESS")]}
+        ("Ms. Olivia Brown", "PERSON"), ("34", "AGE"), ("221 Elm Street, Springfield", "STREET_ADDRESS")]}
     assert audit.notes["ai4privacy_500k"]["not_pii_label:TITLE"] == 1
 
 
@@ -99,7 +99,7 @@ def test_presidio_wrong_offset_repaired_groups_by_template_and_address_merge():
     groups = {r["text"]: r["group"] for r in raws}
     assert groups["What is the limit for Card 4454794511390933?"] == groups["What is the limit for card 5474123209470398?"]
     records, audit = load("presidio", "presidio")
-    assert records["For my take on Mrs. Ayers, see the list."] == [("Ayers", "PERSON")]
+    assert records["For my take on Mrs. Ayers, see the list."] == [("Mrs. Ayers", "PERSON")]
     assert audit.notes["presidio"]["repaired_offset"] == 1
     assert records["john had given shamhan his address: 46 velky pruhon 426, opocnice"] == [
         ("john", "PERSON"), ("shamhan", "PERSON"), ("46 velky pruhon 426, opocnice", "STREET_ADDRESS")]

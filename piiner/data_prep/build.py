@@ -13,6 +13,9 @@ from .split import assign_splits
 from .synthetic import SyntheticGenerator
 
 DEFAULT_SOURCES = ("synthetic", "presidio", "wnut17")
+# Made by the synthetic generator, not read: "formats" is the test set of held-out identifier layouts.
+GENERATED = ("synthetic", "formats")
+FORMATS_PER_TYPE = 40
 DEFAULT_SYNTHETIC_PER_TYPE = 200
 COLUMNS = ("id", "source", "text", "spans", "group", "labelled_types")
 
@@ -38,11 +41,12 @@ def collect(sources, from_dirs, synthetic_per_type, seed, audit):
         raise ValueError(f"--from-dir names source(s) not in --sources: {', '.join(sorted(unknown))}")
     records = []
     for name in sources:
-        if name == "synthetic":
+        if name in GENERATED:
             generator = SyntheticGenerator(seed=seed)
-            raw_records = generator.records(synthetic_per_type)
+            raw_records = generator.records(synthetic_per_type) if name == "synthetic" else \
+                generator.formats_records(FORMATS_PER_TYPE)
             for raw in raw_records:
-                audit.read("synthetic")
+                audit.read(name)
                 cleaned = clean_record(raw, audit)
                 if cleaned is not None:
                     records.append(cleaned)

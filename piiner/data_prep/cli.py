@@ -3,10 +3,10 @@
 import argparse
 import sys
 
-from .build import DEFAULT_SOURCES, DEFAULT_SYNTHETIC_PER_TYPE, build
+from .build import DEFAULT_SOURCES, DEFAULT_SYNTHETIC_PER_TYPE, GENERATED, build
 from .sources import SOURCES, SourceUnavailable
 
-KNOWN_SOURCES = ("synthetic", *SOURCES)
+KNOWN_SOURCES = (*GENERATED, *SOURCES)
 
 
 def _from_dir(value):

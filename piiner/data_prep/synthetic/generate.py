@@ -4,6 +4,11 @@ Each record gets its own ``random.Random`` seeded from ``(seed, type, index)`` a
 instance from it, so record k is the same whatever was generated before it and whatever ``per_type`` is.
 The split is drawn first (80/10/10) and every template in the record comes from that split's templates, so
 validation and test texts never reuse a training template (``group`` lists the template ids used).
+
+What real text varies, records vary: a record may join two or three templates, or repeat one (a log, a form
+letter); its letter case may be all upper (forms, clinical notes) or all lower (chat); its words may carry typos
+and OCR confusions (the values keep their layout, so labels stay exact). ``formats_records`` writes the formats
+test set: the held-out layouts of each identifier (``values.py``) in frames no other record uses.
 """
 
 import random
@@ -13,15 +18,39 @@ import faker
 
 from piiner.pii_schema import PII_TYPES
 
-from .templates import NEGATIVE_TEMPLATES, TEMPLATES, template_split
+from .templates import FORMAT_TEMPLATES, NEGATIVE_TEMPLATES, TEMPLATES, template_split
 from .values import GENERATORS, NEGATIVES
 
 SOURCE = "synthetic"
+FORMATS_SOURCE = "formats"
 SPLIT_WEIGHTS = (("train", 0.8), ("validation", 0.1), ("test", 0.1))
 _SLOT = re.compile(r"<([A-Z_]+|neg:[a-z]+)>")
 # Punctuation glued to a value, as people write it: "(john@x.com)", "\"4111...\"", "[Jane Doe]".
 _WRAPPERS = (("(", ")"), ('"', '"'), ("[", "]"), ("'", "'"), ("<", ">"), ("*", "*"))
 _JOINERS = (" ", " ", "\n", "\n\n", "\t", " | ", " - ", "\r\n")
+# Characters OCR confuses and the keys typists hit instead.
+_OCR = {"l": "1", "1": "l", "O": "0", "0": "O", "o": "0", "e": "c", "m": "rn", "S": "5", "B": "8", "I": "l", "g": "q"}
+
+
+def noisy(rng, literal, rate):
+    """`literal` with typos and OCR confusions at about `rate` per letter: swapped, dropped, doubled or misread."""
+    out, i = [], 0
+    while i < len(literal):
+        ch = literal[i]
+        r = rng.random()
+        if not ch.isalpha() or r >= rate:
+            out.append(ch)
+        elif r < rate * 0.3 and i + 1 < len(literal) and literal[i + 1].isalpha():
+            out.append(literal[i + 1] + ch)
+            i += 1
+        elif r < rate * 0.5:
+            pass  # dropped
+        elif r < rate * 0.65:
+            out.append(ch + ch)
+        else:
+            out.append(_OCR.get(ch, ch))
+        i += 1
+    return "".join(out)
 
 
 def _parse(template):
@@ -64,13 +93,17 @@ class SyntheticGenerator:
     """``SyntheticGenerator(seed).records(per_type)`` yields raw records for all 41 types plus hard negatives."""
 
     def __init__(self, seed=0, compose_probability=0.35, max_templates=3, negative_fraction=0.1,
-                 wrap_probability=0.08, case_probability=0.06):
+                 wrap_probability=0.08, case_probability=0.15, noise_probability=0.08, noise_rate=0.04,
+                 repeat_probability=0.04):
         self.seed = seed
         self.compose_probability = compose_probability
         self.max_templates = max_templates
         self.negative_fraction = negative_fraction
         self.wrap_probability = wrap_probability
         self.case_probability = case_probability
+        self.noise_probability = noise_probability
+        self.noise_rate = noise_rate
+        self.repeat_probability = repeat_probability
         self.templates = all_templates()
         self.by_split = {s: [t for pii_type in PII_TYPES for t in self.templates[pii_type] if t.split == s]
                          for s, _ in SPLIT_WEIGHTS}
@@ -84,9 +117,10 @@ class SyntheticGenerator:
             r -= weight
         return SPLIT_WEIGHTS[-1][0]
 
-    def _render(self, template, rng, parts, spans, offset):
+    def _render(self, template, rng, parts, spans, offset, noise=0.0, held_out=False):
         for slot, literal in template.pieces:
             if literal is not None:
+                literal = noisy(rng, literal, noise) if noise else literal
                 parts.append(literal)
                 offset += len(literal)
                 continue
@@ -95,7 +129,7 @@ class SyntheticGenerator:
                 parts.append(value)
                 offset += len(value)
                 continue
-            value = GENERATORS[slot](rng, self.fake)
+            value = GENERATORS[slot](rng, self.fake, held_out=held_out)
             if rng.random() < self.wrap_probability:
                 left, right = rng.choice(_WRAPPERS)
             else:
@@ -114,7 +148,15 @@ class SyntheticGenerator:
         first = rng.choice([t for t in self.templates[kind] if t.split == split])
         used = [first]
         parts, spans = [], []
-        offset = self._render(first, rng, parts, spans, 0)
+        noise = self.noise_rate if rng.random() < self.noise_probability else 0.0
+        offset = self._render(first, rng, parts, spans, 0, noise)
+        if rng.random() < self.repeat_probability:
+            # The same frame again and again with new values (a log, a roster, boilerplate): repeated text must
+            # not read as an entity by itself.
+            joiner = rng.choice(("\n", "\n", " "))
+            for _ in range(rng.randint(2, 7)):
+                parts.append(joiner)
+                offset = self._render(first, rng, parts, spans, offset + len(joiner), noise)
         # Each further template with compose_probability, up to max_templates: texts with several entities.
         while kind != "negative" and len(used) < self.max_templates and rng.random() < self.compose_probability:
             following = rng.choice(self.by_split[split])
@@ -123,23 +165,39 @@ class SyntheticGenerator:
             used.append(following)
             joiner = rng.choice(_JOINERS)
             parts.append(joiner)
-            offset = self._render(following, rng, parts, spans, offset + len(joiner))
+            offset = self._render(following, rng, parts, spans, offset + len(joiner), noise)
+        return self._record(f"{SOURCE}-{kind}-{index}", SOURCE, parts, spans, used, split, rng)
+
+    def _record(self, record_id, source, parts, spans, used, split, rng):
         text = "".join(parts)
         r = rng.random()
         if r < self.case_probability:
-            changed = text.lower() if r < self.case_probability * 0.7 else text.upper()
+            changed = text.lower() if r < self.case_probability * 0.5 else text.upper()
             if len(changed) == len(text):  # some code points change length under case mapping
                 text = changed
                 for span in spans:
                     span["value"] = text[span["start"]:span["end"]]
         return {
-            "id": f"{SOURCE}-{kind}-{index}",
-            "source": SOURCE,
+            "id": record_id,
+            "source": source,
             "text": text,
             "spans": spans,
             "group": "+".join(t.template_id for t in used),
             "split": split,
         }
+
+    def formats_records(self, per_type):
+        """The formats test set: per type, `per_type` records of its held-out layouts in its held-out frames."""
+        for pii_type, frames in FORMAT_TEMPLATES.items():
+            templates = [Template(f"formats/{pii_type}/{i}", "test", t) for i, t in enumerate(frames)]
+            for index in range(per_type):
+                rng = random.Random(f"{self.seed}/formats/{pii_type}/{index}")
+                self.fake.seed_instance(rng.getrandbits(64))
+                template = rng.choice(templates)
+                parts, spans = [], []
+                self._render(template, rng, parts, spans, 0, held_out=True)
+                yield self._record(f"{FORMATS_SOURCE}-{pii_type}-{index}", FORMATS_SOURCE, parts, spans, [template],
+                                   "test", rng)
 
     def records(self, per_type):
         for pii_type in PII_TYPES:

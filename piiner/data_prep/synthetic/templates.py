@@ -691,3 +691,60 @@ def template_split(index, count):
     if index == count - 2:
         return "validation"
     return "train"
+
+
+# -- the layouts of real records, added to the training templates of each type ---------------------------------------
+# Clinical notes (shorthand, ward codes, lab values that are not identifiers), upper-case forms, lower-case chat,
+# brands in informal text, short dates. Training only: each list's last two templates stay its validation and test.
+MORE_TRAINING = {
+    "MEDICAL_RECORD": ["Pt seen in <neg:clinical>, MRN <MEDICAL_RECORD>, DOB <DATE_OF_BIRTH>. <neg:lab>; <neg:lab>.",
+                       "ADMIT NOTE\nNAME: <PERSON>\nMRN: <MEDICAL_RECORD>\nUNIT: <neg:clinical>"],
+    "DATE": ["f/u <DATE> in clinic, labs <neg:lab>", "seen <DATE> for <neg:clinical> review, next appt <DATE>",
+             "Paid <neg:amount> on <DATE>."],
+    "PERSON": ["Dr. <PERSON> to see pt in <neg:clinical> re <neg:lab>",
+               "omg <PERSON> just texted me lol",
+               "REPORTING OFFICER: <PERSON>\nBADGE: <neg:count>"],
+    "AGE": ["<AGE> y/o <GENDER> c/o SOB, <neg:lab>, sent to <neg:clinical>",
+            "<AGE>yo <GENDER> s/p fall, <neg:clinical> x2 days"],
+    "PHONE": ["call me back at <PHONE> pls", "PHONE: <PHONE>\nALT PHONE: <PHONE>",
+              "Reach the <neg:clinical> desk at <PHONE>."],
+    "ORGANIZATION": ["ugh <ORGANIZATION> customer service is the worst", "anyone else's <ORGANIZATION> app down??",
+                     "EMPLOYER: <ORGANIZATION>\nYEARS: <neg:count>"],
+    "LOCATION": ["moving to <LOCATION> next month!!", "CITY OF BIRTH: <LOCATION>"],
+    "SSN": ["SSN <SSN> / DOB <DATE_OF_BIRTH> / <neg:amount> owed"],
+    "CREDIT_CARD": ["card was <CREDIT_CARD> and the total was <neg:amount>"],
+    "HEALTH_CONDITION": ["Hx of <HEALTH_CONDITION>, on <neg:clinical> meds, <neg:lab>"],
+    "STREET_ADDRESS": ["ADDRESS: <STREET_ADDRESS>\nPHONE: <PHONE>", "shipping to <STREET_ADDRESS> this time"],
+    "EMAIL": ["EMAIL: <EMAIL>", "pls email <EMAIL> not my work one"],
+}
+for _type, _extra in MORE_TRAINING.items():
+    TEMPLATES[_type][-2:-2] = _extra
+
+NEGATIVE_TEMPLATES[-2:-2] = [
+    "HPI: pt w/ SOB x2d, <neg:lab>, <neg:lab>. Transfer to <neg:clinical>, cont <neg:clinical>.",
+    "Vitals: <neg:lab>, <neg:lab>. Plan: NPO after midnight, <neg:clinical> consult.",
+    "Balance: <neg:amount>\nDue: <neg:amount>\nRef: <neg:order>",
+    "Total refund of <neg:amount> applied to invoice <neg:order>.",
+    "lol no way, see u at the <neg:clinical> thing later",
+    "QUANTITY: <neg:count>\nUNIT PRICE: <neg:amount>\nSTATUS: SHIPPED",
+]
+
+# -- the "formats" test set: frames no training, validation or test record uses, filled with the held-out layouts
+# of each identifier (values.py, held_out=True). Its records are test only.
+FORMAT_TEMPLATES = {
+    "SSN": ["Applicant social security #: <SSN>", "please confirm - is my ss number <SSN>?",
+            "SSN/TIN on file .... <SSN>"],
+    "CREDIT_CARD": ["Pay with card no. <CREDIT_CARD> (exp 04/29)", "the card i used was <CREDIT_CARD> i think",
+                    "CARD: <CREDIT_CARD> | AMOUNT: $52.10"],
+    "BANK_ACCOUNT": ["Remit to bank account <BANK_ACCOUNT> by Friday.", "acct for the deposit: <BANK_ACCOUNT>"],
+    "PASSPORT_NUMBER": ["travel doc (passport) #<PASSPORT_NUMBER>", "PASSPORT <PASSPORT_NUMBER> EXP <DATE>"],
+    "DRIVERS_LICENSE": ["operator license <DRIVERS_LICENSE> suspended", "DL no <DRIVERS_LICENSE> (class C)"],
+    "TAX_ID": ["Employer identification: <TAX_ID>", "use TIN <TAX_ID> on the 1099"],
+    "PHONE": ["Callback number - <PHONE>", "text or call <PHONE> after 5", "Tel.: <PHONE>"],
+    "EMAIL": ["Contact: <EMAIL> (preferred)", "reply-to: <EMAIL>"],
+    "DATE": ["Effective <DATE> until further notice.", "dated <DATE>, signed by both parties"],
+    "DATE_OF_BIRTH": ["Birthdate - <DATE_OF_BIRTH>", "b. <DATE_OF_BIRTH> in <LOCATION>"],
+    "STREET_ADDRESS": ["Mailing addr: <STREET_ADDRESS>", "deliver to <STREET_ADDRESS> (back door)"],
+    "IP_ADDRESS": ["blocked src=<IP_ADDRESS> after 5 failures", "client addr <IP_ADDRESS> connected"],
+    "IBAN": ["Beneficiary IBAN: <IBAN>", "wire to iban <IBAN> pls"],
+}

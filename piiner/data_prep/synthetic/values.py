@@ -4,8 +4,15 @@
 record, so a value depends only on the record's seed. Identifiers with a real check digit get a valid one
 (Luhn for cards and IMEIs, mod-97 for IBANs, ABA routing weights, VIN check digit): a model should see the
 numbers it will meet, and a validator downstream should not reject our training data.
+
+Every generator takes ``held_out``: identifiers come in the layouts people write them in (an SSN with dashes,
+spaces or none; a card as 4-4-4-4 or 4-6-5 with spaces, dashes or nothing; a phone number national or
+international, with or without an extension; a date in any common order and spelling), and a few further layouts
+of each are kept for the "formats" test set alone (``held_out=True``), so it measures layouts no training record
+used.
 """
 
+import re
 import string
 
 from piiner.checksums import iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
@@ -36,6 +43,11 @@ def _group(s, sizes, sep):
     return sep.join(out)
 
 
+def _pick(rng, train, held_out_layouts, held_out):
+    """One layout: from `train`, or from `held_out_layouts` alone for the formats test set."""
+    return rng.choice(held_out_layouts if held_out else train)
+
+
 # ----------------------------------------------------------------------------------------------- checksums
 # Luhn and IBAN check digits come from the repo-wide `checksums` module; the VIN's is only needed here.
 
@@ -64,11 +76,11 @@ def aba_valid(routing):
 
 # ------------------------------------------------------------------------------------------------- tier 1
 
-def ssn(rng, fake):
+def ssn(rng, fake, held_out=False):
     area = rng.randint(1, 898)
     area += area >= 666  # areas 001-899 except 666: 000, 666 and 9xx are never issued
     number = f"{area:03d}{rng.randint(1, 99):02d}{rng.randint(1, 9999):04d}"
-    sep = rng.choice(["-", "-", "-", " ", ""])
+    sep = _pick(rng, ["-", "-", "-", " ", ""], [".", "\u2013", " - "], held_out)
     return _group(number, (3, 2, 4), sep)
 
 
@@ -76,15 +88,15 @@ _CARD_PREFIXES = (("4", 16), ("51", 16), ("52", 16), ("53", 16), ("54", 16), ("5
                   ("2720", 16), ("34", 15), ("37", 15), ("6011", 16), ("65", 16), ("4", 13))
 
 
-def credit_card(rng, fake):
+def credit_card(rng, fake, held_out=False):
     prefix, length = rng.choice(_CARD_PREFIXES)
     payload = prefix + _digits(rng, length - len(prefix) - 1)
     number = payload + luhn_check_digit(payload)
-    sep = rng.choice([" ", "-", "", " "])
+    sep = _pick(rng, [" ", "-", "", " "], [".", "  ", " - "], held_out)
     if length == 15:
         return _group(number, (4, 6, 5), sep)
     if length == 13:
-        return number
+        return number if not held_out else _group(number, (4, 4, 5), sep)
     return _group(number, (4, 4, 4, 4), sep)
 
 
@@ -96,7 +108,10 @@ def aba_routing(rng):
                 return head + last
 
 
-def bank_account(rng, fake):
+def bank_account(rng, fake, held_out=False):
+    if held_out:
+        return rng.choice((f"{_digits(rng, 3)} {_digits(rng, 3)} {_digits(rng, 4)}", f"{aba_routing(rng)}:{_digits(rng, 10)}",
+                           f"{_digits(rng, 2)}.{_digits(rng, 4)}.{_digits(rng, 6)}"))
     kind = rng.random()
     if kind < 0.55:
         return _digits(rng, rng.randint(8, 12))
@@ -107,7 +122,9 @@ def bank_account(rng, fake):
     return f"{_digits(rng, 2)}-{_digits(rng, 4)}-{_digits(rng, 7)}-{_digits(rng, 2)}"  # NZ-style
 
 
-def passport_number(rng, fake):
+def passport_number(rng, fake, held_out=False):
+    if held_out:  # lower-case letters, as typed into a chat; a space after the letter
+        return rng.choice((rng.choice(UPPER).lower() + _digits(rng, 8), f"{rng.choice(UPPER)} {_digits(rng, 8)}"))
     kind = rng.randrange(5)
     if kind == 0:
         return _digits(rng, 9)  # US book, UK
@@ -120,7 +137,10 @@ def passport_number(rng, fake):
     return _chars(rng, "CFGHJKLMNPRTVWXYZ", 1) + _chars(rng, "CFGHJKLMNPRTVWXYZ0123456789", 8)  # DE
 
 
-def drivers_license(rng, fake):
+def drivers_license(rng, fake, held_out=False):
+    if held_out:
+        return rng.choice((f"{rng.choice(UPPER)}{_digits(rng, 3)} {_digits(rng, 4)} {_digits(rng, 4)}",
+                           f"{rng.choice(UPPER)}-{_digits(rng, 3)}-{_digits(rng, 3)}-{_digits(rng, 3)}"))
     kind = rng.randrange(7)
     if kind == 0:
         return rng.choice(UPPER) + _digits(rng, 7)  # CA
@@ -142,7 +162,10 @@ _EIN_PREFIXES = [p for p in range(1, 100) if p not in (7, 8, 9, 17, 18, 19, 28, 
 _ITIN_GROUPS = list(range(50, 66)) + list(range(70, 89)) + [90, 91, 92] + list(range(94, 100))
 
 
-def tax_id(rng, fake):
+def tax_id(rng, fake, held_out=False):
+    if held_out:
+        return rng.choice((f"{rng.choice(_EIN_PREFIXES):02d} {_digits(rng, 7)}",
+                           _group(f"9{_digits(rng, 2)}{rng.choice(_ITIN_GROUPS)}{_digits(rng, 4)}", (3, 2, 4), ".")))
     kind = rng.random()
     if kind < 0.5:
         return f"{rng.choice(_EIN_PREFIXES):02d}-{_digits(rng, 7)}"
@@ -154,7 +177,10 @@ def tax_id(rng, fake):
 
 # ------------------------------------------------------------------------------------------------- tier 2
 
-def person(rng, fake):
+_TITLES = ("Dr.", "Mr.", "Mrs.", "Ms.", "Prof.", "Dr", "Mr", "Miss", "Sir", "Rev.")
+
+
+def person(rng, fake, held_out=False):
     kind = rng.random()
     if kind < 0.55:
         name = f"{fake.first_name()} {fake.last_name()}"
@@ -166,50 +192,80 @@ def person(rng, fake):
         name = fake.first_name()
     else:
         name = f"{fake.last_name()}-{fake.last_name()}" if rng.random() < 0.3 else fake.last_name()
+    if rng.random() < 0.1:  # a title belongs to the name it introduces ("Dr. Alan Turing")
+        name = f"{rng.choice(_TITLES)} {name}"
+    if rng.random() < 0.04:  # "SMITH, John", as forms and rosters write it
+        first, _, last = name.rpartition(" ")
+        name = f"{last.upper()}, {first}" if first else name
     return _vary_case(rng, name, 0.06)
 
 
-def email(rng, fake):
+def email(rng, fake, held_out=False):
     first, last = fake.first_name().lower(), fake.last_name().lower()
     local = rng.choice([f"{first}.{last}", f"{first[0]}{last}", f"{first}{rng.randint(1, 99)}", f"{last}_{first}",
                         f"{first}+{rng.choice(['news', 'work', 'shop'])}", fake.user_name()])
     domain = rng.choice([fake.free_email_domain(), fake.free_email_domain(), fake.domain_name(),
                          f"{fake.domain_word()}.{rng.choice(['org', 'edu', 'io', 'co.uk', 'de'])}"])
+    if held_out:  # a department subdomain and a long TLD, or a quoted-looking local part
+        return rng.choice((f"{local}@{rng.choice(['mail', 'hr', 'billing', 'dept'])}.{fake.domain_word()}."
+                           f"{rng.choice(['ac.uk', 'gov.au', 'museum', 'solutions'])}",
+                           f"{first}-{last}.{rng.randint(1, 9)}@{domain}".upper()))
     address = f"{local}@{domain}"
     return address.upper() if rng.random() < 0.04 else address
 
 
-def phone(rng, fake):
+def _extension(rng):
+    return rng.choice((f" x{rng.randint(2, 9999)}", f" ext. {rng.randint(2, 999)}", f" ext {rng.randint(2, 999)}",
+                       f", ext. {rng.randint(10, 99)}"))
+
+
+def phone(rng, fake, held_out=False):
     area = f"{rng.randint(2, 9)}{_digits(rng, 2)}"
     exchange = f"{rng.randint(2, 9)}{_digits(rng, 2)}"
     line = _digits(rng, 4)
-    kind = rng.randrange(9)
+    if held_out:
+        return rng.choice((f"+1.{area}.{exchange}.{line}", f"{area}/{exchange}-{line}", f"({area}){exchange}{line}",
+                           f"+1 ({area}) {exchange}-{line} ext.{rng.randint(2, 99)}",
+                           f"+{rng.choice(['353', '31', '46'])}-{_digits(rng, 2)}-{_digits(rng, 3)}-{_digits(rng, 4)}"))
+    kind = rng.randrange(11)
     if kind == 0:
-        return f"({area}) {exchange}-{line}"
-    if kind == 1:
-        return f"{area}-{exchange}-{line}"
-    if kind == 2:
-        return f"+1 {area} {exchange} {line}"
-    if kind == 3:
-        return f"{area}.{exchange}.{line}"
-    if kind == 4:
-        return f"+1-{area}-{exchange}-{line}"
-    if kind == 5:
-        return f"+44 {rng.choice(['20', '161', '7700'])} {_digits(rng, 3)} {_digits(rng, 4)}"
-    if kind == 6:
-        return f"{area}{exchange}{line}"
-    if kind == 7:
-        return f"1 ({area}) {exchange} {line}"
-    return f"+{rng.choice(['49', '33', '61', '91', '34'])} {_digits(rng, 3)} {_digits(rng, 3)} {_digits(rng, 4)}"
+        number = f"({area}) {exchange}-{line}"
+    elif kind == 1:
+        number = f"{area}-{exchange}-{line}"
+    elif kind == 2:
+        number = f"+1 {area} {exchange} {line}"
+    elif kind == 3:
+        number = f"{area}.{exchange}.{line}"
+    elif kind == 4:
+        number = f"+1-{area}-{exchange}-{line}"
+    elif kind == 5:
+        number = f"+44 {rng.choice(['20', '161', '7700'])} {_digits(rng, 3)} {_digits(rng, 4)}"
+    elif kind == 6:
+        number = f"{area}{exchange}{line}"
+    elif kind == 7:
+        number = f"1 ({area}) {exchange} {line}"
+    elif kind == 8:
+        number = f"+{rng.choice(['49', '33', '61', '91', '34'])} {_digits(rng, 3)} {_digits(rng, 3)} {_digits(rng, 4)}"
+    elif kind == 9:
+        number = f"0{rng.randint(1, 9)}{_digits(rng, 3)} {_digits(rng, 6)}"  # a national trunk prefix (UK, DE, FR)
+    else:
+        number = f"{exchange}-{line}"  # local, no area code
+    return number + (_extension(rng) if rng.random() < 0.12 else "")
 
 
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
 
 
-def _format_date(rng, y, m, d):
-    kind = rng.randrange(9)
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _format_date(rng, y, m, d, held_out=False):
     month = _MONTHS[m - 1]
+    if held_out:
+        return rng.choice((f"{y}/{m:02d}/{d:02d}", f"{d:02d}-{month[:3]}-{y}", f"{month[:3].upper()} {d:02d} {y}",
+                           f"{d}.{m}.{y % 100:02d}", f"the {d}{_ordinal(d)} of {month}, {y}"))
+    kind = rng.randrange(17)
     if kind == 0:
         return f"{m:02d}/{d:02d}/{y}"
     if kind == 1:
@@ -226,38 +282,70 @@ def _format_date(rng, y, m, d):
         return f"{d} {month} {y}"
     if kind == 7:
         return f"{month[:3]}{'.' if len(month) > 3 else ''} {d}, {y}"
-    return f"{d}{_ordinal(d)} of {month} {y}"
+    if kind == 8:
+        return f"{d}{_ordinal(d)} of {month} {y}"
+    if kind == 9:
+        return f"{m}/{d}"  # a short date, as notes write it
+    if kind == 10:
+        return f"{d:02d}/{m:02d}/{y}"  # day first
+    if kind == 11:
+        return f"{month} {d}{_ordinal(d)}, {y}"
+    if kind == 12:
+        return f"{_WEEKDAYS[(d + m) % 7]}, {month} {d}, {y}"
+    if kind == 13:
+        return f"{month[:3]} {d}"
+    if kind == 14:
+        return f"{d}-{m}-{y}"
+    if kind == 15:
+        return f"{month.upper()} {d}, {y}"
+    return f"{y}{m:02d}{d:02d}" if rng.random() < 0.3 else f"{month} {y}"
 
 
 def _ordinal(d):
     return "th" if 10 <= d % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(d % 10, "th")
 
 
-def date_of_birth(rng, fake):
-    return _format_date(rng, rng.randint(1935, 2010), rng.randint(1, 12), rng.randint(1, 28))
+def date_of_birth(rng, fake, held_out=False):
+    return _format_date(rng, rng.randint(1935, 2010), rng.randint(1, 12), rng.randint(1, 28), held_out)
 
 
-def date(rng, fake):
-    return _format_date(rng, rng.randint(1995, 2030), rng.randint(1, 12), rng.randint(1, 28))
+def date(rng, fake, held_out=False):
+    return _format_date(rng, rng.randint(1995, 2030), rng.randint(1, 12), rng.randint(1, 28), held_out)
 
 
-def street_address(rng, fake):
-    kind = rng.random()
+_UNITS = ("Apt {n}", "Apt. {n}", "Suite {n}", "Unit {n}", "#{n}", "Fl {n}", "Rm {n}")
+
+
+def street_address(rng, fake, held_out=False):
     street = fake.street_address()
-    if kind < 0.35:
+    if held_out:  # a unit first, a PO box, a rural route
+        return rng.choice((f"Unit {rng.randint(1, 40)}, {street}, {fake.city()}",
+                           f"PO Box {rng.randint(10, 9999)}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}",
+                           f"RR {rng.randint(1, 9)} Box {rng.randint(10, 999)}, {fake.city()} {fake.state_abbr()}"))
+    if rng.random() < 0.3 and not re.search(r"(Apt|Suite)", street):
+        street = f"{street} {rng.choice(_UNITS).format(n=rng.randint(1, 40) if rng.random() < 0.7 else rng.choice('ABCD'))}"
+    kind = rng.random()
+    if kind < 0.3:
         return street
-    if kind < 0.75:
+    if kind < 0.6:
         return f"{street}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}"
-    if kind < 0.85:
+    if kind < 0.68:
+        return f"{street}, {fake.city()}, {fake.state_abbr()}"  # no postcode
+    if kind < 0.78:
         return f"{street}\n{fake.city()}, {fake.state_abbr()} {fake.zipcode()}"
-    if kind < 0.93:
+    if kind < 0.86:
+        return f"{street}, {fake.city()} {fake.zipcode()}-{_digits(rng, 4)}"  # ZIP+4
+    if kind < 0.94:
         return f"{rng.randint(1, 250)} {rng.choice(['High Street', 'Station Road', 'Church Lane', 'Mill Road'])}, " \
                f"{rng.choice(['Leeds', 'Bristol', 'York', 'Bath', 'Oxford'])} {rng.choice(UPPER)}{rng.choice(UPPER)}" \
                f"{rng.randint(1, 20)} {rng.randint(1, 9)}{rng.choice(UPPER)}{rng.choice(UPPER)}"
     return f"{fake.street_address()} {fake.secondary_address()}"
 
 
-def ip_address(rng, fake):
+def ip_address(rng, fake, held_out=False):
+    if held_out:  # compressed and IPv4-mapped IPv6 forms
+        return rng.choice((f"::ffff:{rng.randint(1, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}",
+                           f"fd{_chars(rng, HEX, 2)}::{_chars(rng, HEX, 4)}"))
     kind = rng.random()
     if kind < 0.6:
         first = rng.choice([rng.randint(1, 223), 10, 172, 192])
@@ -270,7 +358,7 @@ def ip_address(rng, fake):
 
 # ------------------------------------------------------------------------------------------------- tier 3
 
-def username(rng, fake):
+def username(rng, fake, held_out=False):
     kind = rng.random()
     base = fake.user_name()
     if kind < 0.4:
@@ -282,18 +370,26 @@ def username(rng, fake):
     return f"{rng.choice(['the', 'real', 'xX', 'dark', 'its'])}{fake.last_name()}{rng.randint(0, 99)}"
 
 
-def location(rng, fake):
+def location(rng, fake, held_out=False):
     return rng.choice([fake.city(), fake.city(), fake.state(), fake.country(),
                        rng.choice(["London", "Paris", "Berlin", "Toronto", "Sydney", "Mumbai", "Lagos", "Chicago",
                                    "São Paulo", "Mexico City", "Seoul", "Dublin", "Nairobi", "Osaka"])])
 
 
-def organization(rng, fake):
-    return rng.choice([fake.company(), fake.company(), f"{fake.last_name()} {rng.choice(['Bank', 'Hospital', 'University', 'Clinic', 'Credit Union', 'Labs'])}",
+# Organizations as people name them in informal text: brands, banks, carriers, health systems.
+_BRANDS = ("Walmart", "Verizon", "Comcast", "Starbucks", "Amazon", "Google", "Delta", "Chase", "Wells Fargo",
+           "Kaiser Permanente", "Target", "Costco", "Uber", "Netflix", "FedEx", "UPS", "Microsoft", "Tesla",
+           "Barclays", "HSBC", "the NHS", "Tesco", "T-Mobile", "AT&T", "Bank of America", "Spotify", "DoorDash",
+           "Blue Cross", "Aetna", "McDonald's", "Home Depot", "IKEA", "Lufthansa", "Vodafone", "Santander")
+
+
+def organization(rng, fake, held_out=False):
+    return rng.choice([fake.company(), fake.company(), rng.choice(_BRANDS),
+                       f"{fake.last_name()} {rng.choice(['Bank', 'Hospital', 'University', 'Clinic', 'Credit Union', 'Labs'])}",
                        f"{fake.city()} {rng.choice(['Medical Center', 'School District', 'Savings Bank', 'Police Department'])}"])
 
 
-def url(rng, fake):
+def url(rng, fake, held_out=False):
     kind = rng.random()
     if kind < 0.4:
         return fake.url()
@@ -305,7 +401,7 @@ def url(rng, fake):
     return f"http://{host}/{fake.uri_path()}?id={rng.randint(1, 99999)}"
 
 
-def license_plate(rng, fake):
+def license_plate(rng, fake, held_out=False):
     kind = rng.randrange(6)
     if kind == 0:
         return f"{rng.randint(1, 9)}{_chars(rng, UPPER, 3)}{_digits(rng, 3)}"  # CA
@@ -320,7 +416,7 @@ def license_plate(rng, fake):
     return f"{_digits(rng, 3)} {_chars(rng, UPPER, 3)}"
 
 
-def age(rng, fake):
+def age(rng, fake, held_out=False):
     return str(rng.choice([rng.randint(18, 90), rng.randint(1, 17), rng.randint(20, 65)]))
 
 
@@ -332,30 +428,30 @@ NATIONALITIES = ("American", "Canadian", "Mexican", "Brazilian", "Argentinian", 
                  "Colombian", "Peruvian", "Cuban", "Jamaican", "Haitian", "Ethiopian", "Somali", "Moroccan")
 
 
-def nationality(rng, fake):
+def nationality(rng, fake, held_out=False):
     return rng.choice(NATIONALITIES)
 
 
-def gender(rng, fake):
+def gender(rng, fake, held_out=False):
     return rng.choice(("male", "female", "Male", "Female", "non-binary", "woman", "man", "transgender woman",
                        "transgender man", "genderqueer", "F", "M", "agender", "trans man", "cisgender woman"))
 
 
-def religion(rng, fake):
+def religion(rng, fake, held_out=False):
     return rng.choice(("Christian", "Catholic", "Roman Catholic", "Muslim", "Jewish", "Hindu", "Buddhist", "Sikh",
                        "atheist", "agnostic", "Mormon", "Protestant", "Eastern Orthodox", "Jehovah's Witness",
                        "Baptist", "Methodist", "Evangelical Christian", "Shia Muslim", "Sunni Muslim", "Jain",
                        "Bahá'í", "Quaker", "Lutheran"))
 
 
-def marital_status(rng, fake):
+def marital_status(rng, fake, held_out=False):
     return rng.choice(("single", "married", "divorced", "widowed", "separated", "engaged", "in a civil partnership",
                        "in a domestic partnership", "Married", "Single", "Divorced", "remarried", "widower"))
 
 
 # ------------------------------------------------------------------------------------------------- tier 4
 
-def medical_record(rng, fake):
+def medical_record(rng, fake, held_out=False):
     kind = rng.randrange(5)
     if kind == 0:
         return _digits(rng, rng.randint(7, 10))
@@ -368,23 +464,23 @@ def medical_record(rng, fake):
     return f"{_digits(rng, 3)}-{_digits(rng, 2)}-{_digits(rng, 4)}-{rng.choice(UPPER)}"
 
 
-def employee_id(rng, fake):
+def employee_id(rng, fake, held_out=False):
     return rng.choice((f"E{_digits(rng, 5)}", f"EMP-{_digits(rng, 5)}", f"EMP{_digits(rng, 6)}", _digits(rng, 6),
                        f"{_chars(rng, UPPER, 2)}{_digits(rng, 4)}", f"W{_digits(rng, 7)}", f"{rng.randint(10, 99)}-{_digits(rng, 4)}"))
 
 
-def student_id(rng, fake):
+def student_id(rng, fake, held_out=False):
     return rng.choice((f"S{_digits(rng, 8)}", f"STU-{rng.randint(2015, 2026)}-{_digits(rng, 4)}", f"9{_digits(rng, 8)}",
                        f"A{_digits(rng, 8)}", f"U{_digits(rng, 7)}", f"{rng.randint(2015, 2026)}{_digits(rng, 5)}"))
 
 
-def account_number(rng, fake):
+def account_number(rng, fake, held_out=False):
     return rng.choice((f"ACCT-{_digits(rng, 8)}", f"CUST-{_digits(rng, 6)}", f"{_digits(rng, 4)}-{_digits(rng, 6)}",
                        f"C{_digits(rng, 9)}", f"AC{_digits(rng, 10)}", _digits(rng, rng.randint(6, 10)),
                        f"{_chars(rng, UPPER, 3)}{_digits(rng, 7)}"))
 
 
-def pin(rng, fake):
+def pin(rng, fake, held_out=False):
     return _digits(rng, rng.choice((4, 4, 4, 5, 6)))
 
 
@@ -392,7 +488,7 @@ _PASSWORD_WORDS = ("sunshine", "dragon", "monkey", "winter", "summer", "tiger", 
                    "river", "rocket", "purple", "shadow", "silver", "hunter", "orange")
 
 
-def password(rng, fake):
+def password(rng, fake, held_out=False):
     kind = rng.random()
     if kind < 0.45:
         return fake.password(length=rng.randint(8, 16))
@@ -403,7 +499,7 @@ def password(rng, fake):
     return _chars(rng, string.ascii_letters + DIGITS + "!@#$%^&*-_", rng.randint(10, 20))
 
 
-def biometric(rng, fake):
+def biometric(rng, fake, held_out=False):
     kind = rng.randrange(4)
     if kind == 0:
         return f"{rng.choice(['FP', 'IRIS', 'FACE', 'VOICE', 'RET'])}-{_chars(rng, HEX.upper(), 8)}"
@@ -414,14 +510,14 @@ def biometric(rng, fake):
     return f"{rng.choice(['fingerprint', 'retina', 'face'])}_template_{_chars(rng, HEX, 12)}"
 
 
-def vehicle_id(rng, fake):
+def vehicle_id(rng, fake, held_out=False):
     body = [rng.choice(VIN_ALPHABET) for _ in range(17)]
     body[8] = "0"
     vin = "".join(body)
     return vin[:8] + vin_check_digit(vin) + vin[9:]
 
 
-def device_id(rng, fake):
+def device_id(rng, fake, held_out=False):
     kind = rng.randrange(6)
     if kind == 0:
         sep = rng.choice([":", "-"])
@@ -439,7 +535,7 @@ def device_id(rng, fake):
     return f"{_chars(rng, UPPER, 1)}{_chars(rng, ALNUM_UPPER, 11)}"  # Apple-style serial
 
 
-def crypto_wallet(rng, fake):
+def crypto_wallet(rng, fake, held_out=False):
     kind = rng.randrange(4)
     if kind == 0:
         return "0x" + _chars(rng, HEX, 40)
@@ -465,16 +561,19 @@ _IBAN_FORMATS = {
 }
 
 
-def iban(rng, fake):
+def iban(rng, fake, held_out=False):
     country = rng.choice(tuple(_IBAN_FORMATS))
     bban = "".join(_chars(rng, alphabet, n) for alphabet, n in _IBAN_FORMATS[country])
     compact = country + iban_check_digits(country, bban) + bban
+    groups = [compact[i:i + 4] for i in range(0, len(compact), 4)]
+    if held_out:
+        return rng.choice(("-".join(groups), " ".join(groups).lower()))
     if rng.random() < 0.55:
-        return " ".join(compact[i:i + 4] for i in range(0, len(compact), 4))
+        return " ".join(groups)
     return compact
 
 
-def swift_code(rng, fake):
+def swift_code(rng, fake, held_out=False):
     bank = _chars(rng, UPPER, 4)
     country = rng.choice(("US", "GB", "DE", "FR", "CH", "JP", "CA", "AU", "NL", "IT", "ES", "SG"))
     loc = rng.choice(UPPER + "2") + rng.choice(ALNUM_UPPER)
@@ -482,7 +581,7 @@ def swift_code(rng, fake):
     return bank + country + loc + branch
 
 
-def insurance_number(rng, fake):
+def insurance_number(rng, fake, held_out=False):
     kind = rng.randrange(5)
     if kind == 0:  # Medicare beneficiary identifier shape
         letters = "ACDEFGHJKMNPQRTUVWXY"
@@ -498,7 +597,7 @@ def insurance_number(rng, fake):
     return f"H{_digits(rng, 10)}"
 
 
-def salary(rng, fake):
+def salary(rng, fake, held_out=False):
     amount = rng.randrange(28, 260) * 1000 + rng.choice((0, 0, 500, 250))
     kind = rng.randrange(7)
     if kind == 0:
@@ -520,7 +619,7 @@ _CRIMES = ("burglary", "grand theft auto", "assault", "fraud", "drug possession"
            "arson", "vandalism", "identity theft", "domestic battery", "tax evasion", "robbery")
 
 
-def criminal_record(rng, fake):
+def criminal_record(rng, fake, held_out=False):
     crime = rng.choice(_CRIMES)
     return rng.choice((f"felony conviction for {crime}", f"misdemeanor {crime} charge", f"convicted of {crime}",
                        f"DUI conviction in {rng.randint(1995, 2024)}", f"{crime} conviction",
@@ -528,18 +627,18 @@ def criminal_record(rng, fake):
                        f"on probation for {crime}"))
 
 
-def political_affiliation(rng, fake):
+def political_affiliation(rng, fake, held_out=False):
     return rng.choice(("Democrat", "Republican", "Libertarian", "Green Party member", "Democratic Party",
                        "Republican Party", "conservative", "progressive", "socialist", "Labour Party supporter",
                        "Tory", "independent voter", "Democratic Socialist", "MAGA Republican", "liberal"))
 
 
-def sexual_orientation(rng, fake):
+def sexual_orientation(rng, fake, held_out=False):
     return rng.choice(("gay", "lesbian", "bisexual", "heterosexual", "straight", "asexual", "pansexual", "queer",
                        "homosexual", "bi"))
 
 
-def health_condition(rng, fake):
+def health_condition(rng, fake, held_out=False):
     return rng.choice(("type 2 diabetes", "diabetes", "asthma", "HIV", "HIV-positive", "depression", "hypertension",
                        "epilepsy", "breast cancer", "bipolar disorder", "Crohn's disease", "multiple sclerosis",
                        "generalized anxiety disorder", "COPD", "schizophrenia", "hepatitis C", "PTSD",
@@ -576,36 +675,36 @@ GENERATORS = {
 
 # --------------------------------------------------------------------------- look-alikes that are not PII
 
-def _negative_order(rng, fake):
+def _negative_order(rng, fake, held_out=False):
     return rng.choice((f"ORD-{rng.randint(2019, 2026)}-{_digits(rng, 6)}", f"#{_digits(rng, 7)}",
                        f"PO{_digits(rng, 8)}", f"{_digits(rng, 3)}-{_digits(rng, 7)}-{_digits(rng, 7)}"))
 
 
-def _negative_version(rng, fake):
+def _negative_version(rng, fake, held_out=False):
     return rng.choice((f"v{rng.randint(0, 12)}.{rng.randint(0, 40)}.{rng.randint(0, 99)}",
                        f"{rng.randint(1, 5)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}-rc{rng.randint(1, 4)}",
                        f"build {rng.randint(1000, 99999)}", f"{rng.randint(1, 30)}.{rng.randint(0, 9)}"))
 
 
-def _negative_timestamp(rng, fake):
+def _negative_timestamp(rng, fake, held_out=False):
     return rng.choice((f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}",
                        f"{rng.randint(1600000000, 1800000000)}", f"{rng.randint(1600000000000, 1800000000000)}",
                        f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{_digits(rng, 3)}",
                        f"+{rng.randint(0, 99)}ms"))
 
 
-def _negative_product(rng, fake):
+def _negative_product(rng, fake, held_out=False):
     return rng.choice((f"SKU-{_digits(rng, 4)}-{_chars(rng, UPPER, 3)}", f"{_chars(rng, UPPER, 2)}-{_digits(rng, 4)}",
                        f"model {_chars(rng, UPPER, 2)}{_digits(rng, 3)}", f"part no. {_digits(rng, 5)}-{_digits(rng, 3)}",
                        f"ISBN 978-{rng.randint(0, 1)}-{_digits(rng, 3)}-{_digits(rng, 5)}-{rng.randint(0, 9)}"))
 
 
-def _negative_tracking(rng, fake):
+def _negative_tracking(rng, fake, held_out=False):
     return rng.choice((f"1Z{_chars(rng, ALNUM_UPPER, 6)}{_digits(rng, 10)}", f"9400{_digits(rng, 18)}",
                        f"{_digits(rng, 12)}", f"{_chars(rng, UPPER, 2)}{_digits(rng, 9)}US"))
 
 
-def _negative_misc(rng, fake):
+def _negative_misc(rng, fake, held_out=False):
     return rng.choice((f"0x{_chars(rng, HEX, 8)}", f"{_chars(rng, HEX, 7)}", f"{rng.choice(['JIRA', 'OPS', 'BUG'])}-{rng.randint(10, 9999)}",
                        f"${rng.randint(1, 999)}.{_digits(rng, 2)}", f"{rng.randint(1, 400)} {rng.choice(['mg', 'ml', 'kg', 'GB', 'MB'])}",
                        f"room {rng.randint(100, 999)}", f"port {rng.randint(1024, 65535)}", f"HTTP {rng.choice([200, 301, 404, 500, 503])}",
@@ -618,17 +717,43 @@ _FORM_CODES = ("W-2", "W-4", "W-8BEN", "1099-NEC", "1099-MISC", "I-9", "DS-11", 
                "IT", "PTO", "KYC", "AML", "NDA", "MSA", "Form 8821")
 
 
-def _negative_code(rng, fake):
+def _negative_code(rng, fake, held_out=False):
     return rng.choice(_FORM_CODES)
 
 
-def _negative_count(rng, fake):
+def _negative_count(rng, fake, held_out=False):
     """A small count (children, attempts, quantity) that must not read as an age or a PIN."""
     return str(rng.choice((rng.randint(0, 5), rng.randint(0, 12))))
+
+
+# Clinical shorthand, ward codes and orders that sit next to PII in notes: not names, places or conditions.
+_CLINICAL = ("PRN", "SICU", "MICU", "NICU", "CCU", "PACU", "ED", "OR", "BID", "TID", "QID", "QHS", "PO", "IV",
+             "NPO", "HPI", "PMH", "ROS", "A&O x3", "s/p", "c/o", "b/l", "WNL", "NAD", "CXR", "CBC", "BMP", "EKG", "MRI",
+             "CT", "ABG", "DVT ppx", "tele", "4 West", "step-down", "L&D", "ortho", "cards", "neuro")
+
+
+def _negative_clinical(rng, fake, held_out=False):
+    return rng.choice(_CLINICAL)
+
+
+def _negative_lab(rng, fake, held_out=False):
+    """A lab value or a vital sign, ranges included: numbers that are no identifier."""
+    return rng.choice((f"Na {rng.randint(128, 148)} (135-145)", f"WBC {rng.randint(3, 19)}.{rng.randint(0, 9)} K/uL",
+                       f"Hgb {rng.randint(7, 17)}.{rng.randint(0, 9)}", f"BP {rng.randint(90, 180)}/{rng.randint(50, 110)}",
+                       f"HR {rng.randint(50, 130)}", f"T {rng.randint(36, 40)}.{rng.randint(0, 9)}C",
+                       f"SpO2 {rng.randint(85, 100)}% RA", f"Cr {rng.randint(0, 3)}.{rng.randint(0, 9)} (0.6-1.2)",
+                       f"A1c {rng.randint(5, 12)}.{rng.randint(0, 9)}%", f"K {rng.randint(3, 5)}.{rng.randint(0, 9)}"))
+
+
+def _negative_amount(rng, fake, held_out=False):
+    whole = rng.randint(1, 99999)
+    return rng.choice((f"{whole:,}.{_digits(rng, 2)}", f"${whole:,}.{_digits(rng, 2)}", f"{whole:,}",
+                       f"USD {whole:,}.00", f"£{rng.randint(1, 999)}.{_digits(rng, 2)}"))
 
 
 NEGATIVES = {
     "order": _negative_order, "version": _negative_version, "timestamp": _negative_timestamp,
     "product": _negative_product, "tracking": _negative_tracking, "misc": _negative_misc,
-    "code": _negative_code, "count": _negative_count,
+    "code": _negative_code, "count": _negative_count, "clinical": _negative_clinical, "lab": _negative_lab,
+    "amount": _negative_amount,
 }
