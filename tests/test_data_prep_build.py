@@ -60,9 +60,13 @@ def test_every_record_valid_and_nothing_leaks_across_splits(built):
 def test_same_seed_same_corpus(built, tmp_path):
     out = tmp_path / "again"
     assert main(["build", "--sources", "synthetic", "--out", str(out), "--synthetic-per-type", "6", "--seed", "1"]) == 0
-    again = datasets.load_from_disk(str(out))["train"]
+    again = {r["id"]: r for r in datasets.load_from_disk(str(out))["train"]}
     first = datasets.load_from_disk(str(built))["train"].filter(lambda r: r["source"] == "synthetic")
-    assert again["text"] == first["text"] and again["spans"] == first["spans"]
+    # A record is the same whatever else is built, unless it was set into a real text of another source.
+    same = [r for r in first if r["labelled_types"] is None and r["id"] in again]
+    assert len(same) > 0.7 * len(first)
+    assert all(r["text"] == again[r["id"]]["text"] and r["spans"] == again[r["id"]]["spans"] for r in same)
+    assert any(r["labelled_types"] is not None for r in first)  # some synthetic PII sits in real sentences
 
 
 def test_cli_errors_name_the_problem(tmp_path, capsys, monkeypatch):

@@ -8,7 +8,7 @@ import time
 from .audit import SPLITS, Audit, write_audit
 from .dedup import deduplicate
 from .records import check_record, clean_record
-from .sources import iter_source
+from .sources import SOURCES, iter_source
 from .split import assign_splits
 from .synthetic import SyntheticGenerator
 
@@ -35,24 +35,27 @@ def features():
 
 
 def collect(sources, from_dirs, synthetic_per_type, seed, audit):
-    """Unified records (with ``split``) of every source, validated, before deduplication."""
+    """Unified records (with ``split``) of every source, validated, before deduplication. The read sources come
+    first, so that the synthetic generator can set some of its PII into their sentences (of the same split)."""
     unknown = set(from_dirs) - set(sources)
     if unknown:
         raise ValueError(f"--from-dir names source(s) not in --sources: {', '.join(sorted(unknown))}")
     records = []
-    for name in sources:
-        if name in GENERATED:
-            generator = SyntheticGenerator(seed=seed)
-            raw_records = generator.records(synthetic_per_type) if name == "synthetic" else \
-                generator.formats_records(FORMATS_PER_TYPE)
-            for raw in raw_records:
-                audit.read(name)
-                cleaned = clean_record(raw, audit)
-                if cleaned is not None:
-                    records.append(cleaned)
-            continue
-        raw_records = assign_splits(list(iter_source(name, from_dirs.get(name), audit)))
+    for name in (s for s in sources if s not in GENERATED):
+        for raw in assign_splits(list(iter_source(name, from_dirs.get(name), audit))):
+            cleaned = clean_record(raw, audit)
+            if cleaned is not None:
+                records.append(cleaned)
+    carriers = {}
+    for record in records:
+        if SOURCES[record["source"]].written_by_people:
+            carriers.setdefault(record["split"], []).append(record)
+    generator = SyntheticGenerator(seed=seed)
+    for name in (s for s in sources if s in GENERATED):
+        raw_records = generator.records(synthetic_per_type, carriers) if name == "synthetic" else \
+            generator.formats_records(FORMATS_PER_TYPE)
         for raw in raw_records:
+            audit.read(name)
             cleaned = clean_record(raw, audit)
             if cleaned is not None:
                 records.append(cleaned)

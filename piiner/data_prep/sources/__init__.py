@@ -37,6 +37,7 @@ class Source:
     default_folder: Optional[str] = None  # under shared_data_dir()
     urls: Optional[dict] = None
     labelled_types: Optional[tuple] = None  # the types its annotation covers; None: every type
+    written_by_people: bool = False  # real text, not templates: the synthetic generator may set PII into it
 
 
 def _mapped(label_map, *extra):
@@ -57,9 +58,9 @@ SOURCES = {
                        default_folder="presidio-research", urls=presidio.URLS,
                        labelled_types=_mapped(labels.PRESIDIO, "DATE_OF_BIRTH")),
     "wnut17": Source("wnut17", wnut17.records, local_reader=wnut17.read_rows, default_folder="wnut17",
-                     urls=wnut17.URLS, labelled_types=wnut17.LABELLED_TYPES),
+                     urls=wnut17.URLS, labelled_types=wnut17.LABELLED_TYPES, written_by_people=True),
     **{name: Source(name, to_records, local_reader=reader, default_folder=folder, urls=ner_sets.URLS[name],
-                    labelled_types=ner_sets.LABELLED_TYPES[name])
+                    labelled_types=ner_sets.LABELLED_TYPES[name], written_by_people=True)
        for name, (reader, to_records, folder) in _NER_SETS.items()},
     **{name: Source(name, ai4privacy.records, hub_id=hub, labelled_types=_mapped(labels.AI4PRIVACY))
        for name, hub in ai4privacy.HUB_IDS.items()},

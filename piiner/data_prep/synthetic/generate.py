@@ -70,6 +70,30 @@ def _parse(template):
     return pieces
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+
+
+def set_into(record, carrier, rng):
+    """`record`'s text set into a real text between two of its sentences (or before or after it): real prose around
+    the PII. The carrier's annotation covers only some types, so the record's ``labelled_types`` are the carrier's
+    plus the types placed in it; the group names both, so neither crosses a split."""
+    text = carrier["text"]
+    cut = rng.choice([0, len(text)] + [m.end() for m in _SENTENCE_END.finditer(text)])
+    if any(s["start"] < cut < s["end"] for s in carrier["spans"]):
+        cut = len(text)
+    before, after = text[:cut].rstrip(), text[cut:].lstrip()
+    left = before + rng.choice((" ", "\n")) if before else ""
+    right = rng.choice((" ", "\n")) + after if after else ""
+    # Carrier spans after the cut move by the inserted text (and the whitespace the join replaced).
+    moved = len(left) + len(record["text"]) + len(right) - len(after) - (cut + len(text[cut:]) - len(after))
+    spans = [dict(s) if s["end"] <= cut else {**s, "start": s["start"] + moved, "end": s["end"] + moved}
+             for s in carrier["spans"]]
+    spans += [{**s, "start": s["start"] + len(left), "end": s["end"] + len(left)} for s in record["spans"]]
+    types = {s["label"] for s in record["spans"]} | set(carrier["labelled_types"])
+    return {**record, "text": left + record["text"] + right, "spans": sorted(spans, key=lambda s: s["start"]),
+            "group": f"{record['group']}+{carrier['group']}", "labelled_types": sorted(types)}
+
+
 class Template:
     __slots__ = ("template_id", "split", "pieces", "text")
 
@@ -94,7 +118,7 @@ class SyntheticGenerator:
 
     def __init__(self, seed=0, compose_probability=0.35, max_templates=3, negative_fraction=0.1,
                  wrap_probability=0.08, case_probability=0.15, noise_probability=0.08, noise_rate=0.04,
-                 repeat_probability=0.04):
+                 repeat_probability=0.04, carrier_probability=0.15):
         self.seed = seed
         self.compose_probability = compose_probability
         self.max_templates = max_templates
@@ -104,6 +128,7 @@ class SyntheticGenerator:
         self.noise_probability = noise_probability
         self.noise_rate = noise_rate
         self.repeat_probability = repeat_probability
+        self.carrier_probability = carrier_probability
         self.templates = all_templates()
         self.by_split = {s: [t for pii_type in PII_TYPES for t in self.templates[pii_type] if t.split == s]
                          for s, _ in SPLIT_WEIGHTS}
@@ -140,8 +165,9 @@ class SyntheticGenerator:
             offset += len(left) + len(value) + len(right)
         return offset
 
-    def make_record(self, kind, index):
-        """One record: ``kind`` is a PII type (the template's main subject) or "negative"."""
+    def make_record(self, kind, index, carriers=None):
+        """One record: ``kind`` is a PII type (the template's main subject) or "negative". With `carriers` ({split:
+        human-labelled real records}), some records set their PII into a real text of their split."""
         rng = random.Random(f"{self.seed}/{kind}/{index}")
         self.fake.seed_instance(rng.getrandbits(64))
         split = self._draw_split(rng)
@@ -166,7 +192,11 @@ class SyntheticGenerator:
             joiner = rng.choice(_JOINERS)
             parts.append(joiner)
             offset = self._render(following, rng, parts, spans, offset + len(joiner), noise)
-        return self._record(f"{SOURCE}-{kind}-{index}", SOURCE, parts, spans, used, split, rng)
+        record = self._record(f"{SOURCE}-{kind}-{index}", SOURCE, parts, spans, used, split, rng)
+        pool = (carriers or {}).get(split)
+        if pool and kind != "negative" and rng.random() < self.carrier_probability:
+            record = set_into(record, pool[rng.randrange(len(pool))], rng)
+        return record
 
     def _record(self, record_id, source, parts, spans, used, split, rng):
         text = "".join(parts)
@@ -199,9 +229,9 @@ class SyntheticGenerator:
                 yield self._record(f"{FORMATS_SOURCE}-{pii_type}-{index}", FORMATS_SOURCE, parts, spans, [template],
                                    "test", rng)
 
-    def records(self, per_type):
+    def records(self, per_type, carriers=None):
         for pii_type in PII_TYPES:
             for i in range(per_type):
-                yield self.make_record(pii_type, i)
+                yield self.make_record(pii_type, i, carriers)
         for i in range(round(per_type * len(PII_TYPES) * self.negative_fraction)):
             yield self.make_record("negative", i)
