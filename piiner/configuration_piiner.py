@@ -7,6 +7,7 @@ from transformers.configuration_utils import SubConfigSpec
 from .pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 
 
+FUSIONS = ("gate", "sum", "none")
 PIPELINE_ENTRY = {
     "impl": "pipeline_piiner.PiiNerTokenClassificationPipeline",
     "pt": ["AutoModelForTokenClassification"],
@@ -45,6 +46,13 @@ class PiiNerConfig(PreTrainedConfig):
             Dropout on the fused states before the emission layer.
         type_to_tier (`dict[str, int]`):
             Sensitivity tier (1 = most sensitive) of each PII type named in `label2id`.
+        fusion (`str`, defaults to `"gate"`):
+            How char features meet the encoder states: `"gate"` (a per-token, per-dimension sigmoid gate), `"sum"`
+            (added, no gate) or `"none"` (no char CNN at all). The last two exist for the ablation that shows what
+            the char CNN and the gate earn.
+        use_crf (`bool`, defaults to `True`):
+            Decode with the BIO CRF (Viterbi, marginals); `False` takes each token's most likely label from a
+            softmax over the emissions (an "I-" that may not stand is read as "B-"): the ablation without the CRF.
 
     Example:
 
@@ -72,6 +80,8 @@ class PiiNerConfig(PreTrainedConfig):
     char_dropout: float | int = 0.1
     classifier_dropout: float | int = 0.1
     type_to_tier: dict | None = None
+    fusion: str = "gate"
+    use_crf: bool = True
     initializer_range: float = 0.02
 
     def __post_init__(self, **kwargs):
@@ -98,6 +108,8 @@ class PiiNerConfig(PreTrainedConfig):
         missing = sorted({lab.split("-", 1)[1] for lab in self.label2id if lab != "O"} - set(self.type_to_tier))
         if missing:
             raise ValueError(f"type_to_tier has no tier for the label types {missing}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"fusion={self.fusion!r} is not one of {FUSIONS}")
         if self.max_word_chars < max(self.char_kernel_sizes):
             raise ValueError(
                 f"max_word_chars={self.max_word_chars} is shorter than the widest char kernel "

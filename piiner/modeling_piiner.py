@@ -168,18 +168,21 @@ def distinct_rows(rows: torch.LongTensor) -> tuple[torch.LongTensor, torch.LongT
 class PiiNerGatedFusion(nn.Module):
     """
     Per-token, per-dimension gate between char features and encoder states:
-    `c' = dropout(relu(W_c c))`, `g = sigmoid(W_g [c'; h])`, `out = g * c' + (1 - g) * h`.
+    `c' = dropout(relu(W_c c))`, `g = sigmoid(W_g [c'; h])`, `out = g * c' + (1 - g) * h`; with
+    `config.fusion == "sum"` (the ablation) no gate: `out = h + c'`.
     """
 
     def __init__(self, config: PiiNerConfig, char_dim: int):
         super().__init__()
         hidden_size = config.encoder_config.hidden_size
         self.char_projection = nn.Linear(char_dim, hidden_size)
-        self.gate = nn.Linear(2 * hidden_size, hidden_size)
+        self.gate = nn.Linear(2 * hidden_size, hidden_size) if config.fusion == "gate" else None
         self.dropout = nn.Dropout(config.char_dropout)
 
     def forward(self, char_features: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
         projected = self.dropout(torch.relu(self.char_projection(char_features)))
+        if self.gate is None:
+            return hidden + projected
         gate = torch.sigmoid(self.gate(torch.cat([projected, hidden], dim=-1)))
         return gate * projected + (1 - gate) * hidden
 
@@ -189,6 +192,8 @@ class PiiNerGatedFusion(nn.Module):
         distinct word: the projection and its half of the gate, `W_g [c'; h] = W_gc c' + W_gh h`.
         """
         projected = torch.relu(self.char_projection(word_features))
+        if self.gate is None:
+            return hidden + projected[inverse]
         char_gate = nn.functional.linear(projected, self.gate.weight[:, : projected.shape[-1]])
         hidden_gate = nn.functional.linear(hidden, self.gate.weight[:, projected.shape[-1] :], self.gate.bias)
         gate = torch.sigmoid(char_gate[inverse] + hidden_gate)
@@ -307,8 +312,9 @@ class PiiNerModel(PiiNerPreTrainedModel):
         # "every parameter trains" checks fail). Encoders with one (BERT, RoBERTa) return None pooled output.
         if getattr(self.encoder, "pooler", None) is not None:
             self.encoder.pooler = None
-        self.char_cnn = PiiNerCharCNN(config)
-        self.fusion = PiiNerGatedFusion(config, self.char_cnn.output_dim)
+        # fusion "none" (the ablation) builds no char CNN: the encoder states are the output.
+        self.char_cnn = PiiNerCharCNN(config) if config.fusion != "none" else None
+        self.fusion = PiiNerGatedFusion(config, self.char_cnn.output_dim) if self.char_cnn is not None else None
         encoder_inputs = inspect.signature(self.encoder.forward).parameters
         # DeBERTa-v2/v3 checkpoints have type_vocab_size=0: feeding them token_type_ids would index an empty table.
         self._use_token_type_ids = "token_type_ids" in encoder_inputs and (
@@ -352,7 +358,7 @@ class PiiNerModel(PiiNerPreTrainedModel):
             encoder_kwargs["output_attentions"] = True
         encoded = self.encoder(**encoder_kwargs)
         hidden = encoded.last_hidden_state
-        if char_ids is not None:
+        if char_ids is not None and self.char_cnn is not None:
             has_chars = (char_ids != 0).any(-1) & attention_mask.bool()
             if has_chars.any():
                 hidden = hidden.clone()
@@ -404,6 +410,8 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.classifier = nn.Linear(config.encoder_config.hidden_size, config.num_labels)
         self.crf = PiiNerCRF(config.id2label)
+        if not config.use_crf:  # the ablation: the transition scores stay at zero, untrained
+            self.crf.requires_grad_(False)
         self.post_init()
         # post_init gathered the backbone's permission to skip a tagger's head weights; the tagger needs every one.
         self._keys_to_ignore_on_load_unexpected = set()
@@ -476,7 +484,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         # The CRF always runs in float32: log-sum-exp over 83 labels and hundreds of steps loses too much in 16 bits.
         with torch.autocast(device_type=logits.device.type, enabled=False):
             emissions = torch.log_softmax(logits.float(), dim=-1)
-            start, transitions, end = self.crf.constrained_transitions()
+            start, transitions, end = self._transition_scores()
             mask = crf_positions(attention_mask, char_ids, special_tokens_mask)
             loss = None
             if labels is not None:
@@ -550,6 +558,14 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             nll[partial] = crf_partial_nll(e, allowed, m, start, transitions, end) * w
         has_positions = mask.any(-1)
         return nll[has_positions].sum() / has_positions.sum().clamp(min=1)
+
+    def _transition_scores(self):
+        """The CRF's constrained (start, transitions, end); for `use_crf=False` all zero and unconstrained, which
+        makes the same likelihood, Viterbi and marginals those of independent per-token softmaxes."""
+        if self.config.use_crf:
+            return self.crf.constrained_transitions()
+        return tuple(torch.zeros_like(p, dtype=torch.float32) for p in (
+            self.crf.start_transitions, self.crf.transitions, self.crf.end_transitions))
 
     @staticmethod
     def _decode(emissions, mask, start, transitions, end) -> tuple[torch.Tensor, torch.Tensor]:

@@ -326,3 +326,34 @@ def test_config_leaves_the_attention_of_a_given_encoder_config_alone():
     # A model built on it still settles its own attention for the whole tree.
     model = PiiNerForTokenClassification(config)
     assert model.piiner.encoder.config._attn_implementation in ("sdpa", "eager")
+
+
+@pytest.mark.parametrize("fusion, use_crf", [("sum", True), ("none", True), ("gate", False)])
+def test_ablation_variants_train_and_decode(fusion, use_crf):
+    """The architecture ablations: char features added without a gate, no char CNN at all, no CRF (independent
+    per-token softmaxes, the CRF code with zero unconstrained transitions)."""
+    from piiner.crf_piiner import crf_log_partition  # noqa: F401  (the same functions serve every variant)
+
+    torch.manual_seed(0)
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config(), fusion=fusion,
+                                                      use_crf=use_crf))
+    assert (model.piiner.char_cnn is None) == (fusion == "none")
+    assert (getattr(model.piiner.fusion, "gate", None) is None) == (fusion != "gate")
+    input_ids = torch.randint(5, 99, (2, 7))
+    char_ids = torch.randint(1, 90, (2, 7, 4))
+    char_ids[:, 0] = 0
+    labels = torch.full((2, 7), 0)
+    labels[:, 0] = -100
+    labels[0, 2], labels[0, 3] = 3, 4  # B- then I- of one type
+    out = model(input_ids, char_ids=char_ids, labels=labels)
+    out.loss.backward()
+    trained = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert all(model.get_parameter(n).grad is not None for n in trained)
+    assert any(n.startswith("crf.") for n in trained) == use_crf
+    model.eval()
+    with torch.no_grad():
+        decoded = model(input_ids, char_ids=char_ids)
+    if not use_crf:
+        emissions = torch.log_softmax(model.classifier(model.piiner(input_ids, char_ids=char_ids).last_hidden_state), -1)
+        assert torch.equal(decoded.decoded_tags[:, 1:], emissions.argmax(-1)[:, 1:])  # each token on its own
+        torch.testing.assert_close(decoded.tag_scores[:, 1:], emissions.exp().amax(-1)[:, 1:], atol=1e-5, rtol=1e-4)

@@ -196,6 +196,9 @@ def export_onnx(
         # Checked by class name too: a model loaded as remote code is a different class object with the same name.
         if type(model).__name__ != "PiiNerForTokenClassification":
             raise TypeError(f"export_onnx exports a PiiNerForTokenClassification, got {type(model).__name__}")
+    if model.config.fusion != "gate" or not model.config.use_crf:
+        raise ValueError(f"export_onnx exports the gated char CNN with its CRF; this model is an ablation variant "
+                         f"(fusion={model.config.fusion!r}, use_crf={model.config.use_crf})")
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Eager attention: the SDPA path exports as softmax followed by an IsNaN/Where pass over every (heads, seq,
