@@ -76,7 +76,8 @@ def select_split(records, name, limit, what, label_types):
 
 def build_model(model_args):
     """(tokenizer, model): a fresh head on the backbone, or a saved piiner model to continue from."""
-    overrides = {k: v for k in ("char_dropout", "classifier_dropout") if (v := getattr(model_args, k)) is not None}
+    overrides = {k: v for k in ("char_dropout", "classifier_dropout", "fusion", "use_crf")
+                 if (v := getattr(model_args, k)) is not None}
     if model_args.init_from_checkpoint:
         source = model_args.init_from_checkpoint
         model = PiiNerForTokenClassification.from_pretrained(source, **overrides)

@@ -85,6 +85,10 @@ class ModelArguments:
     classifier_dropout: float | None = field(
         default=None, metadata={"help": "Override the config's classifier_dropout."}
     )
+    fusion: str | None = field(
+        default=None, metadata={"help": "Architecture ablation: 'gate' (default), 'sum' (no gate) or 'none' (no char CNN)."}
+    )
+    use_crf: bool | None = field(default=None, metadata={"help": "Architecture ablation: false decodes without the CRF."})
 
 
 @dataclass
