@@ -84,6 +84,14 @@ def tag_spans(tags, starts, tokens, source, audit, types=NER_TYPES):
     """Character spans from BIO or IO tags, `types` mapping the upper-cased tag type to a piiner type (None: not
     PII; absent: unknown, counted). A run of I-X (IO tagging cannot separate two adjacent entities of one
     type, so a run is one entity) or a B-X with its I-X continuation; an I-X after another type opens an entity."""
+    tags = list(tags)
+    for i in range(1, len(tags) - 1):
+        # "Richard G . Chleboski": the tokenizer split an initial's period off and the annotators tagged it O,
+        # cutting one name in two. The period joins the name (counted).
+        if tokens[i] == "." and tags[i] == "O" and re.fullmatch(r"[A-Z]", tokens[i - 1]) and tags[i - 1] != "O" \
+                and tags[i + 1] == f"I-{tags[i - 1].partition('-')[2]}":
+            tags[i] = tags[i + 1]
+            audit.note(source, "initial_period_joined")
     spans, current = [], None
     for tag, start, token in zip(tags, starts, tokens):
         prefix, _, kind = tag.partition("-")

@@ -283,8 +283,12 @@ def _gum_sentence(text, rows, source, audit):
                    if k.isdigit() and first + int(k) - 1 <= last] or [first]
         if not any(rows[k][3] == "PROPN" for k in minimal):
             continue  # "he", "the court": a mention, not a name
-        if attributes[0] == "person" and len(attributes) > 6 and attributes[6].endswith("_people"):
-            audit.note(source, "group_of_people_not_a_person")
+        if attributes[0] == "person" and (len(attributes) > 6 and attributes[6].endswith("_people")
+                                          or all(rows[k][4] == "NNPS" for k in minimal)):
+            audit.note(source, "group_of_people_not_a_person")  # "Arabs", "the Dutch": a nationality
+            continue
+        if any(rows[k][3] == "CCONJ" for k in range(first, max(minimal))):
+            audit.note(source, "coordination_left_to_its_parts")  # "the British Library and Columbia University"
             continue
         head_end = max(minimal)
         named = [k for k in range(first, head_end + 1) if rows[k][3] in ("PROPN", "NUM")]

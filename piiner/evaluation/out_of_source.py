@@ -1,0 +1,148 @@
+"""Out-of-source evaluation: how a model does on a source it never trained on.
+
+    python -m piiner.evaluation.out_of_source leave-one-out --sources synthetic,presidio,wnut17,btc,... \\
+        --held-out btc,wikigold,... --config configs/out-of-source.yaml --data data/reference --out runs/oos
+    python -m piiner.evaluation.out_of_source ablation --sources ... --held-out wikigold,sec_filings,gum \\
+        --config configs/out-of-source.yaml --data data/reference --out runs/ablation
+    python -m piiner.evaluation.out_of_source table runs/oos [--in-source runs/reference]
+
+`leave-one-out` trains one model per held-out source on every other source (a corpus built without it, so no
+synthetic record carries its sentences either) and scores it on that source's test split; `ablation` trains each
+architecture and loss variant once, on every source but the held-out ones, and scores all of them there. Each
+score comes with Presidio's and the regex baseline's on the same rows, in the same run (`--compare`). A source's
+types are the ones its annotators labelled (persons, places, organizations; GUM also dates). `table` prints the
+results as markdown, beside the in-source scores of a model trained on everything.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from piiner.data_prep.build import build
+from piiner.data_prep.sources import SOURCES
+from piiner.data_prep.sources.conll import NER_LABELLED_TYPES
+
+# What a source's people labelled: scored on those types alone (a NER corpus says nothing about emails).
+SCORED_TYPES = {name: NER_LABELLED_TYPES for name in ("wnut17", "btc", "wikigold", "sec_filings", "uner_ewt")}
+SCORED_TYPES["gum"] = NER_LABELLED_TYPES + ("DATE",)
+
+# The architecture and loss variants of the ablation: train.py flags.
+VARIANTS = {
+    "piiner (char CNN + gate + CRF, partial annotation)": [],
+    "no gate (char features added)": ["--fusion", "sum"],
+    "no char CNN": ["--fusion", "none"],
+    "no CRF (per-token softmax)": ["--use_crf", "false"],
+    "unlabelled types read as O": ["--partial_annotation", "false"],
+}
+
+
+def evaluate_source(model, data, source, out, baselines=("presidio", "regex")):
+    """piiner-evaluate on one source's test split of `data`, with the baselines; returns the report."""
+    from piiner.evaluation.cli import run
+
+    argv = ["--model", model, "--data", data, "--source", source, "--out", out]
+    if source in SCORED_TYPES:
+        argv += ["--types", ",".join(SCORED_TYPES[source])]
+    if baselines:
+        argv += ["--compare", ",".join(baselines)]
+    return run(argv)
+
+
+def train(config, dataset, output_dir, extra=()):
+    """piiner-train in a fresh process (a run's memory and threads end with it); raises on failure."""
+    command = [sys.executable, "-m", "piiner.train", "--config", config, "--dataset", dataset, "--output_dir",
+               output_dir, "--test_split", "none", "--overwrite_output_dir", "true", *extra]
+    print("$", " ".join(command), flush=True)
+    subprocess.run(command, check=True)
+
+
+def trained_without(args, name, held_out, extra=()):
+    """The model of one run: a corpus of every source but `held_out`, and a model trained on it (both reused when
+    already there, so an interrupted sweep goes on where it stopped)."""
+    kept = [s for s in args.sources.split(",") if s not in held_out]
+    data = os.path.join(args.out, f"data_without_{'+'.join(held_out)}")
+    if not os.path.isfile(os.path.join(data, "dataset_dict.json")):
+        build(data, sources=kept, synthetic_per_type=args.synthetic_per_type, seed=args.seed)
+    model = os.path.join(args.out, name)
+    if not os.path.isfile(os.path.join(model, "model.safetensors")):
+        train(args.config, data, model, extra)
+    return model
+
+
+def leave_one_out(args):
+    for source in args.held_out.split(","):
+        model = trained_without(args, f"without_{source}", [source])
+        evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_{source}.json"))
+
+
+def ablation(args):
+    held_out = args.held_out.split(",")
+    for index, (variant, flags) in enumerate(VARIANTS.items()):
+        model = trained_without(args, f"variant_{index}", held_out, flags)
+        for source in held_out + args.also.split(","):
+            if source:
+                evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_variant_{index}_{source}.json"),
+                                baselines=() if index else ("presidio", "regex"))
+        with open(os.path.join(model, "variant.json"), "w") as f:
+            json.dump({"variant": variant, "flags": flags, "held_out": held_out}, f)
+
+
+def _f1(report, system=None):
+    scores = report["compare"][system]["overall"] if system else report["overall"]
+    return scores["f1"]
+
+
+def table(args):
+    """Markdown: per source, out-of-source F1 (and in-source, when given), Presidio and regex on the same rows."""
+    rows = []
+    for name in sorted(os.listdir(args.folder)):
+        if not (name.startswith("eval_") and name.endswith(".json")) or name.startswith("eval_variant_"):
+            continue
+        source = name[len("eval_"):-len(".json")]
+        with open(os.path.join(args.folder, name)) as f:
+            report = json.load(f)
+        in_source = ""
+        if args.in_source and os.path.isfile(path := os.path.join(args.in_source, f"eval_{source}.json")):
+            with open(path) as f:
+                in_source = f"{_f1(json.load(f)):.3f}"
+        compare = report.get("compare", {})
+        rows.append(f"| {source} | {report['meta']['n_texts']:,} | {_f1(report):.3f} | {in_source} | "
+                    f"{_f1(report, 'presidio') if 'presidio' in compare else float('nan'):.3f} | "
+                    f"{_f1(report, 'regex') if 'regex' in compare else float('nan'):.3f} |")
+    header = ["| held-out source | texts | piiner out of source F1 | piiner in source F1 | Presidio + spaCy F1 | "
+              "regex F1 |", "|---|---|---|---|---|---|"]
+    print("\n".join(header + rows))
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python -m piiner.evaluation.out_of_source", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, help_text in (("leave-one-out", "a model per held-out source, trained on all the others"),
+                            ("ablation", "each variant trained once without the held-out sources")):
+        s = sub.add_parser(name, help=help_text)
+        s.add_argument("--sources", required=True, help="every source of the full corpus")
+        s.add_argument("--held-out", required=True, help="sources to hold out (one at a time, or all at once)")
+        s.add_argument("--config", required=True, help="the training YAML of each run")
+        s.add_argument("--data", required=True, help="the full corpus, whose test splits are scored")
+        s.add_argument("--out", required=True, help="folder for the corpora, models and reports")
+        s.add_argument("--synthetic-per-type", type=int, default=200)
+        s.add_argument("--seed", type=int, default=0)
+        if name == "ablation":
+            s.add_argument("--also", default="formats,synthetic,presidio",
+                           help="sources also scored (in source for every variant)")
+    t = sub.add_parser("table", help="print the reports of a folder as a markdown table")
+    t.add_argument("folder")
+    t.add_argument("--in-source", help="a folder with eval_<source>.json reports of a model trained on everything")
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    {"leave-one-out": leave_one_out, "ablation": ablation, "table": table}[args.command](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
