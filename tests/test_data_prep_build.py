@@ -113,7 +113,7 @@ def test_a_malformed_row_is_counted_with_its_file_and_line_and_the_rest_kept(tmp
                                                    "name enclosed in double quotes)"]
     built = datasets.load_from_disk(str(out))
     assert sum(len(built[s]) for s in built) == 2
-    assert f"train.jsonl:2" in (out / "audit.md").read_text()
+    assert "train.jsonl:2" in (out / "audit.md").read_text()
 
 
 def test_out_deletes_only_what_a_build_wrote(tmp_path):

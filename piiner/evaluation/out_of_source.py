@@ -21,7 +21,6 @@ import subprocess
 import sys
 
 from piiner.data_prep.build import build
-from piiner.data_prep.sources import SOURCES
 from piiner.data_prep.sources.conll import NER_LABELLED_TYPES
 
 # What a source's people labelled: scored on those types alone (a NER corpus says nothing about emails).
