@@ -1,0 +1,45 @@
+"""What a user relies on from a trained model, checked on a real snapshot (slow: `make test-slow`, after
+`make quickstart` or with PIINER_TEST_MODEL=<snapshot folder>)."""
+
+import os
+
+import pytest
+
+from conftest import REPO_ROOT
+
+MODEL = os.environ.get("PIINER_TEST_MODEL") or os.path.join(REPO_ROOT, "runs", "quickstart")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.isfile(os.path.join(MODEL, "model.safetensors")),
+                       reason=f"no trained snapshot at {MODEL}: run make quickstart or set PIINER_TEST_MODEL"),
+]
+
+BENIGN = [
+    "The meeting has been moved to the large conference room on the third floor.",
+    "The weather today is sunny with a light breeze from the west.",
+    "We went to the store and bought some apples and bread.",
+    "Please remember to submit your timesheet before Friday afternoon.",
+]
+
+
+@pytest.fixture(scope="module")
+def tagger():
+    from piiner.snapshot import load_pipeline
+
+    return load_pipeline(MODEL)
+
+
+@pytest.mark.parametrize("sentence", BENIGN)
+def test_a_benign_sentence_repeated_stays_benign(tagger, sentence):
+    """Repeated text (logs, boilerplate) used to read as organizations and places: 12 false positives in 20 copies
+    of one sentence. A model trained on repeated frames finds at most one thing in 20 copies."""
+    alone = tagger(sentence)
+    repeated = tagger(" ".join([sentence] * 20))
+    assert len(repeated) <= max(1, 20 * len(alone)), [(e["type"], e["word"]) for e in repeated][:10]
+
+
+def test_a_password_on_the_line_after_its_label_is_found(tagger):
+    text = "Username: jsmith\nPassword:\nTr0ub4dor&3\nPlease change it after your first login."
+    found = {e["word"] for e in tagger(text)}
+    assert "Tr0ub4dor&3" in found
