@@ -1,0 +1,1 @@
+"""The redaction service: FastAPI endpoints over a piiner model with requests batched onto it, and a web page."""

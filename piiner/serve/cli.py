@@ -1,0 +1,60 @@
+"""`piiner-serve --model DIR_or_HUB_ID`: the redaction service and its web page on http://127.0.0.1:8000."""
+
+import argparse
+import sys
+
+from .app import Settings, create_app
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="piiner-serve", description=__doc__)
+    p.add_argument("--model", help="piiner snapshot folder or Hub id")
+    p.add_argument("--detector", choices=("model", "regex"), default="model",
+                   help="'regex': a few regular expressions instead of a model (a smoke test)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--device", help="torch device for the model, e.g. cuda:0")
+    defaults = Settings()
+    p.add_argument("--max-batch-texts", type=int, default=defaults.max_batch_texts,
+                   help="texts per model call, gathered from concurrent requests (default: %(default)s)")
+    p.add_argument("--max-wait-ms", type=float, default=defaults.max_wait_ms,
+                   help="how long a text waits for others to share its batch (default: %(default)s)")
+    p.add_argument("--max-body-bytes", type=int, default=defaults.max_body_bytes)
+    p.add_argument("--max-texts", type=int, default=defaults.max_texts, help="texts per request at most")
+    return p
+
+
+def build_app(args):
+    settings = Settings(max_batch_texts=args.max_batch_texts, max_wait_ms=args.max_wait_ms,
+                        max_body_bytes=args.max_body_bytes, max_texts=args.max_texts)
+    if args.detector == "regex":
+        from piiner.deid.regex_detector import RegexDetector
+
+        return create_app(RegexDetector(), "regex", settings)
+    from piiner.snapshot import load_pipeline
+
+    pipe = load_pipeline(args.model, device=args.device)
+    return create_app(lambda texts: pipe(texts, batch_size=args.max_batch_texts), args.model, settings)
+
+
+def main(argv=None):
+    p = parser()
+    args = p.parse_args(argv)
+    if args.detector == "model" and not args.model:
+        p.error("--model DIR is required (or --detector regex)")
+    try:
+        import uvicorn
+    except ImportError:
+        p.error("the service needs its extra: pip install 'piiner[serve]'")
+    from piiner.snapshot import SnapshotError
+
+    try:
+        app = build_app(args)
+    except SnapshotError as error:
+        p.exit(2, f"piiner-serve: error: {error}\n")
+    uvicorn.run(app, host=args.host, port=args.port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
