@@ -47,12 +47,14 @@ class StreamSummary:
     entities: int = 0
     dropped: Counter = dataclasses.field(default_factory=Counter)
     overwritten_fields: Counter = dataclasses.field(default_factory=Counter)
+    failures: Counter = dataclasses.field(default_factory=Counter)  # failed records by reason
 
     def describe(self):
         unit = {"json": "array elements", "text": "document"}.get(self.fmt, "lines")
         parts = [f"{self.records} records written from {self.lines} {unit} ({self.fmt}), {self.entities} entities"]
         if self.failed:
-            parts.append(f"{self.failed} record(s) FAILED (see the messages above)")
+            reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items()))
+            parts.append(f"{self.failed} record(s) FAILED ({reasons}; see the messages above)")
         if self.blank_skipped:
             parts.append(f"{self.blank_skipped} blank JSONL lines skipped")
         if self.dropped:
@@ -69,6 +71,7 @@ class Record:
     text: "str | None" = None
     fields: dict = dataclasses.field(default_factory=dict)
     error: "str | None" = None
+    reason: "str | None" = None  # the kind of failure, counted in the summary ("invalid UTF-8", ...)
 
 
 class StreamFailure(RuntimeError):
@@ -94,7 +97,8 @@ def _decode(raw, line_no, what):
     try:
         return raw.decode("utf-8"), None
     except UnicodeDecodeError as err:
-        return None, Record(line_no, error=f"invalid UTF-8 at byte {err.start} of the {what} ({err.reason}); skipped")
+        return None, Record(line_no, error=f"invalid UTF-8 at byte {err.start} of the {what} ({err.reason}); skipped",
+                            reason="invalid UTF-8")
 
 
 def _object_record(obj, line_no, text_field):
@@ -103,12 +107,13 @@ def _object_record(obj, line_no, text_field):
         return Record(line_no, text=obj)
     if not isinstance(obj, dict):
         return Record(line_no, error=f"a record must be an object holding the text (in a JSON array also a "
-                                     f"string), got {type(obj).__name__}; skipped")
+                                     f"string), got {type(obj).__name__}; skipped", reason="not an object")
     if text_field not in obj:
-        return Record(line_no, error=f"no {text_field!r} field (use --text-field); skipped")
+        return Record(line_no, error=f"no {text_field!r} field (use --text-field); skipped", reason="no text field")
     text = obj[text_field]
     if not isinstance(text, str):
-        return Record(line_no, error=f"field {text_field!r} must be a string, got {type(text).__name__}; skipped")
+        return Record(line_no, error=f"field {text_field!r} must be a string, got {type(text).__name__}; skipped",
+                      reason="text is not a string")
     return Record(line_no, text=text, fields=obj)
 
 
@@ -127,9 +132,9 @@ def parse_line(raw, line_no, fmt, text_field):
     try:
         obj = json.loads(decoded)
     except ValueError as err:
-        return Record(line_no, error=f"not valid JSON ({err}); skipped")
+        return Record(line_no, error=f"not valid JSON ({err}); skipped", reason="not valid JSON")
     if isinstance(obj, str):  # a JSONL line is an object; a bare string is the wrong shape, not a text
-        return Record(line_no, error="a JSONL line must be an object, got str; skipped")
+        return Record(line_no, error="a JSONL line must be an object, got str; skipped", reason="not an object")
     return _object_record(obj, line_no, text_field)
 
 
@@ -143,7 +148,7 @@ def whole_input_records(content, fmt, text_field):
     try:
         data = json.loads(decoded)
     except ValueError as err:
-        return [Record(1, error=f"not valid JSON ({err}); skipped")]
+        return [Record(1, error=f"not valid JSON ({err}); skipped", reason="not valid JSON")]
     if isinstance(data, list):
         return [_object_record(obj, i, text_field) for i, obj in enumerate(data, start=1)]
     return [_object_record(data, 1, text_field)]
@@ -208,24 +213,37 @@ class _Sink:
         self.state = {"consecutive_failures": 0}
 
     def flush(self, records, fmt):
-        good = [r for r in records if r.error is None]
-        results = _run(self.redactor, good, self.detect_only, self.state)
-        for record in records:
-            result = results.get(record.line)
-            if record.error is not None or isinstance(result, str):
-                message = record.error or result
-                self.summary.failed += 1
-                if self.on_error:
-                    self.on_error(record.line, message)
-                out, text = {"line": record.line, "error": message}, ""
-            else:
-                out = _output_record(record, result, self.text_field, self.detect_only, self.summary)
-                text = result.redacted_text
-            self.summary.records += 1
+        for out, text in process_records(records, self.redactor, self.text_field, self.detect_only, self.summary,
+                                         self.state, self.on_error):
             self.out_stream.write(_dumps(out) + b"\n")
             if self.text_out is not None:
                 self.text_out.write((text + ("\n" if fmt != "text" else "")).encode("utf-8", "surrogatepass"))
         self.out_stream.flush()
+
+
+def process_records(records, redactor, text_field, detect_only, summary, state, on_error=None):
+    """(output record, redacted text or "") for each Record, in order: the one path from records to output records,
+    for the command line and the corpus engines. A failed record becomes ``{"line": N, "error": ...}`` (with its
+    ``id`` when the input had one), counted in `summary.failed` and its reason in `summary.failures`."""
+    good = [r for r in records if r.error is None]
+    results = _run(redactor, good, detect_only, state)
+    out = []
+    for record in records:
+        result = results.get(record.line)
+        if record.error is not None or isinstance(result, str):
+            message = record.error or result
+            summary.failed += 1
+            summary.failures[record.reason or "detector failed"] += 1
+            if on_error:
+                on_error(record.line, message)
+            failed = {"line": record.line, "error": message}
+            if "id" in record.fields:
+                failed["id"] = record.fields["id"]
+            out.append((failed, ""))
+        else:
+            out.append((_output_record(record, result, text_field, detect_only, summary), result.redacted_text or ""))
+        summary.records += 1
+    return out
 
 
 def _run(redactor, records, detect_only, state):
