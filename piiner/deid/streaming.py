@@ -101,7 +101,7 @@ def _decode(raw, line_no, what):
                             reason="invalid UTF-8")
 
 
-def _object_record(obj, line_no, text_field):
+def object_record(obj, line_no, text_field):
     """A Record for one parsed JSON value: an object holding the text field (or, in a JSON array, a string)."""
     if isinstance(obj, str):
         return Record(line_no, text=obj)
@@ -109,11 +109,12 @@ def _object_record(obj, line_no, text_field):
         return Record(line_no, error=f"a record must be an object holding the text (in a JSON array also a "
                                      f"string), got {type(obj).__name__}; skipped", reason="not an object")
     if text_field not in obj:
-        return Record(line_no, error=f"no {text_field!r} field (use --text-field); skipped", reason="no text field")
+        return Record(line_no, fields=obj, error=f"no {text_field!r} field (use --text-field); skipped",
+                      reason="no text field")
     text = obj[text_field]
     if not isinstance(text, str):
-        return Record(line_no, error=f"field {text_field!r} must be a string, got {type(text).__name__}; skipped",
-                      reason="text is not a string")
+        return Record(line_no, fields=obj, error=f"field {text_field!r} must be a string, got {type(text).__name__}; "
+                      "skipped", reason="text is not a string")
     return Record(line_no, text=text, fields=obj)
 
 
@@ -135,7 +136,7 @@ def parse_line(raw, line_no, fmt, text_field):
         return Record(line_no, error=f"not valid JSON ({err}); skipped", reason="not valid JSON")
     if isinstance(obj, str):  # a JSONL line is an object; a bare string is the wrong shape, not a text
         return Record(line_no, error="a JSONL line must be an object, got str; skipped", reason="not an object")
-    return _object_record(obj, line_no, text_field)
+    return object_record(obj, line_no, text_field)
 
 
 def whole_input_records(content, fmt, text_field):
@@ -150,8 +151,8 @@ def whole_input_records(content, fmt, text_field):
     except ValueError as err:
         return [Record(1, error=f"not valid JSON ({err}); skipped", reason="not valid JSON")]
     if isinstance(data, list):
-        return [_object_record(obj, i, text_field) for i, obj in enumerate(data, start=1)]
-    return [_object_record(data, 1, text_field)]
+        return [object_record(obj, i, text_field) for i, obj in enumerate(data, start=1)]
+    return [object_record(data, 1, text_field)]
 
 
 def redact_stream(in_stream, out_stream, redactor, fmt="auto", text_field="text", detect_only=False, batch_size=8,

@@ -1,0 +1,69 @@
+"""Redact a corpus on this machine or a Ray cluster; a job killed and started again skips the shards it finished.
+
+    python -m piiner.corpus --input tickets/ --output tickets-redacted/ --model runs/reference --num-proc 2
+    python -m piiner.corpus --engine ray --address auto --input /data/chats --output /data/chats-redacted \\
+        --model org/piiner --num-proc 8 --num-gpus 1
+"""
+
+import argparse
+import json
+import sys
+
+from piiner.deid.redact import MODES
+
+from .job import RedactorSpec, redact_corpus
+from .shards import CorpusError
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="piiner-corpus", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n")[1])
+    p.add_argument("--input", required=True, help="folder or file of .jsonl/.json/.parquet/.txt, or a save_to_disk folder")
+    p.add_argument("--output", required=True, help="folder for part-NNNNN files, rejects/ and summary.json")
+    p.add_argument("--engine", choices=("datasets", "ray"), default="datasets")
+    p.add_argument("--num-proc", type=int, default=1, help="worker processes (datasets) or actors (ray)")
+    p.add_argument("--address", help="Ray cluster address ('auto': the cluster this machine is in; default: local)")
+    p.add_argument("--num-gpus", type=float, default=0, help="GPUs per Ray actor")
+    p.add_argument("--model", help="piiner snapshot folder or Hub id")
+    p.add_argument("--detector", choices=("model", "regex"), default="model")
+    p.add_argument("--device", help="torch device of each worker's model, e.g. cuda:0")
+    p.add_argument("--detect-only", action="store_true", help="write the entities, not redacted text")
+    p.add_argument("--mode", choices=MODES, default="placeholder")
+    p.add_argument("--types", help="comma-separated PII types (default: all)")
+    p.add_argument("--min-tier", type=int, choices=(1, 2, 3, 4))
+    p.add_argument("--key-env", help="environment variable holding the surrogate/hash key")
+    p.add_argument("--text-field", default="text")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--rows-per-shard", type=int, default=50_000)
+    p.add_argument("--output-format", choices=("jsonl", "parquet"), default="jsonl")
+    return p
+
+
+def main(argv=None):
+    import os
+
+    p = parser()
+    args = p.parse_args(argv)
+    if args.detector == "model" and not args.model:
+        p.error("--model is required (or --detector regex)")
+    key = os.environ.get(args.key_env) if args.key_env else None
+    if args.key_env and not key:
+        p.error(f"--key-env {args.key_env}: that environment variable is unset or empty")
+    spec = RedactorSpec(model=args.model, detector=args.detector, mode=args.mode,
+                        types=tuple(args.types.split(",")) if args.types else None, min_tier=args.min_tier,
+                        key=key, batch_size=args.batch_size, device=args.device)
+    try:
+        spec.build() if args.engine == "datasets" and args.num_proc <= 1 else None  # bad settings fail here, once
+        summary = redact_corpus(args.input, args.output, spec, engine=args.engine, num_proc=args.num_proc,
+                                text_field=args.text_field, detect_only=args.detect_only,
+                                rows_per_shard=args.rows_per_shard, output_format=args.output_format,
+                                address=args.address, num_gpus=args.num_gpus)
+    except (CorpusError, ValueError) as error:
+        print(f"piiner-corpus: error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=1))
+    return 1 if summary["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

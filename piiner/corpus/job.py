@@ -1,0 +1,166 @@
+"""One redaction job over a corpus: shards run by an engine, written whole or not at all, restartable.
+
+Output folder:
+
+- ``part-NNNNN.jsonl`` (or ``.parquet``): one output record per input record of shard NNNNN, in input order, the
+  records `piiner-redact` writes (a failed one as ``{"line", "error", "id"?}``);
+- ``rejects/part-NNNNN.jsonl``: the failed records of the shard, with their reason;
+- ``_done/part-NNNNN.json``: the shard's counts, written last: a shard with one is finished, and a job started
+  again skips it (a shard half-written when the job was killed is written again from the start);
+- ``summary.json``: the counts of the whole job, failures by reason.
+
+Engines: ``datasets`` runs shards in `num_proc` worker processes on this machine, each loading the model once;
+``ray`` runs each shard as a Ray Data pipeline (read, `map_batches` with an actor pool of `num_proc` actors that
+load the model in their constructor, write), so it runs unchanged on a cluster whose workers see the paths.
+"""
+
+import dataclasses
+import json
+import os
+from collections import Counter
+
+from piiner.deid.streaming import StreamSummary, process_records
+
+from .shards import dumps, plan_shards, read_shard
+
+_REDACTORS = {}  # one per worker process, built on first use
+
+
+@dataclasses.dataclass(frozen=True)
+class RedactorSpec:
+    """How a worker builds its Redactor (picklable, so it travels to processes and Ray actors)."""
+
+    model: str | None = None
+    detector: str = "model"  # or "regex"
+    mode: str = "placeholder"
+    types: tuple | None = None
+    min_tier: int | None = None
+    thresholds: tuple = ()  # ((tier, score), ...)
+    key: str | None = None
+    batch_size: int = 16
+    device: str | None = None
+
+    def build(self):
+        from piiner.deid.redact import Redactor
+
+        settings = dict(mode=self.mode, types=self.types, min_tier=self.min_tier,
+                        tier_thresholds=dict(self.thresholds), key=self.key, batch_size=self.batch_size)
+        if self.detector == "regex":
+            from piiner.deid.regex_detector import RegexDetector
+
+            return Redactor(RegexDetector(), **settings)
+        return Redactor.from_pretrained(self.model, device=self.device, pipeline_batch_size=self.batch_size,
+                                        **settings)
+
+    def cached(self):
+        if self not in _REDACTORS:
+            _REDACTORS[self] = self.build()
+        return _REDACTORS[self]
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    output: str
+    spec: RedactorSpec
+    text_field: str = "text"
+    detect_only: bool = False
+    output_format: str = "jsonl"
+
+
+def run_shard(job, shard, redactor=None):
+    """Redact one shard and write its files; returns its counts. Written to temporary names and renamed, the done
+    marker last."""
+    redactor = redactor or job.spec.cached()
+    summary = StreamSummary()
+    records = read_shard(shard, job.text_field)
+    outputs = []
+    for start in range(0, len(records), job.spec.batch_size):
+        outputs += process_records(records[start:start + job.spec.batch_size], redactor, job.text_field,
+                                   job.detect_only, summary, {"consecutive_failures": 0})
+    rows = [out for out, _ in outputs]
+    rejects = [dict(out, reason=r.reason or "detector failed") for (out, _), r in zip(outputs, records)
+               if "error" in out]
+    write_rows(rows, os.path.join(job.output, f"{shard.name}.{job.output_format}"), job.output_format)
+    write_rows(rejects, os.path.join(job.output, "rejects", f"{shard.name}.jsonl"), "jsonl")
+    counts = {"shard": shard.name, "input": shard.path, "records": summary.records, "failed": summary.failed,
+              "failures": dict(summary.failures), "entities": summary.entities}
+    _write_atomically(os.path.join(job.output, "_done", f"{shard.name}.json"), json.dumps(counts).encode())
+    return counts
+
+
+def write_rows(rows, path, output_format):
+    if output_format == "parquet":
+        import io
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            table = pa.Table.from_pylist(rows)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # fields whose type differs from row to row: one JSON column
+            table = pa.Table.from_pylist([{"record": dumps(r)} for r in rows])
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        data = buffer.getvalue()
+    else:
+        data = "".join(dumps(r) + "\n" for r in rows).encode("utf-8", "surrogatepass")
+    _write_atomically(path, data)
+
+
+def _write_atomically(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.partial"
+    with open(partial, "wb") as f:
+        f.write(data)
+    os.replace(partial, path)
+
+
+def pending(job, shards):
+    return [s for s in shards if not os.path.exists(os.path.join(job.output, "_done", f"{s.name}.json"))]
+
+
+def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_field="text", detect_only=False,
+                  rows_per_shard=50_000, output_format="jsonl", address=None, num_gpus=0):
+    """Redact (or, with `detect_only`, scan) every record of `source` into `output`; returns the job's summary.
+
+    Args:
+        source: a folder or file of JSONL/JSON/Parquet/text files, a `save_to_disk` folder, or a `datasets.Dataset`.
+        spec (`RedactorSpec`): the model (or regex detector) and the redaction settings each worker builds.
+        engine: "datasets" (worker processes here) or "ray" (Ray Data; `address` of the cluster, "auto" to join
+            the one this machine belongs to, None for a local instance).
+        num_proc: worker processes, or Ray actors.
+        num_gpus: GPUs per Ray actor (0 on a CPU cluster).
+    """
+    if output_format not in ("jsonl", "parquet"):
+        raise ValueError(f"output_format must be jsonl or parquet, got {output_format!r}")
+    job = Job(os.fspath(output), spec, text_field, detect_only, output_format)
+    shards = plan_shards(source, rows_per_shard)
+    todo = pending(job, shards)
+    os.makedirs(job.output, exist_ok=True)
+    if todo:
+        if engine == "datasets":
+            from .engines import run_local
+
+            run_local(job, todo, num_proc)
+        elif engine == "ray":
+            from .engines import run_ray
+
+            run_ray(job, todo, num_proc, address, num_gpus)
+        else:
+            raise ValueError(f"engine must be 'datasets' or 'ray', got {engine!r}")
+    return write_summary(job, shards, skipped=len(shards) - len(todo))
+
+
+def write_summary(job, shards, skipped=0):
+    total = {"shards": len(shards), "shards_skipped_as_done": skipped, "records": 0, "failed": 0, "entities": 0}
+    failures = Counter()
+    for shard in shards:
+        with open(os.path.join(job.output, "_done", f"{shard.name}.json")) as f:
+            counts = json.load(f)
+        for key in ("records", "failed", "entities"):
+            total[key] += counts[key]
+        failures.update(counts["failures"])
+    total["failures"] = dict(sorted(failures.items()))
+    with open(os.path.join(job.output, "summary.json"), "w") as f:
+        json.dump(total, f, indent=1)
+    return total

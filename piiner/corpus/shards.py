@@ -1,0 +1,126 @@
+"""A corpus as numbered shards, and a shard as records.
+
+Input: a folder (or one file) of JSONL (.jsonl, .ndjson), JSON (.json), Parquet (.parquet) or text (.txt) files, a
+folder written by `datasets`' `save_to_disk`, or a `datasets.Dataset`. Each file is a shard (a text file is one
+document, its name its id); a file or dataset of more than `rows_per_shard` rows is cut into several. Records are
+parsed as `piiner-redact` parses them, so a bad line or a non-string text is a failed record with its reason.
+"""
+
+import dataclasses
+import json
+import os
+
+from piiner.deid.streaming import object_record, parse_line, whole_input_records
+
+SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".txt": "text"}
+
+
+class CorpusError(ValueError):
+    """An input that is not a corpus this job can read; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Shard:
+    index: int
+    kind: str  # jsonl, json, parquet, text, or dataset
+    path: str  # the file, or the saved dataset folder
+    start: int = 0  # rows [start, stop) of a file or dataset cut into several shards
+    stop: int | None = None
+
+    @property
+    def name(self):
+        return f"part-{self.index:05d}"
+
+
+def plan_shards(source, rows_per_shard=50_000):
+    """The shards of `source`: a path, or a `datasets.Dataset` (saved to a temporary folder is not needed: it is
+    cut by rows and read back by the workers from its cache files)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return _dataset_shards(source, rows_per_shard)
+    path = os.fspath(source)
+    if os.path.isdir(path) and any(os.path.exists(os.path.join(path, m)) for m in ("dataset_info.json", "state.json")):
+        import datasets
+
+        return _dataset_shards(datasets.load_from_disk(path), rows_per_shard, path)
+    files = [path] if os.path.isfile(path) else sorted(
+        os.path.join(root, name) for root, _, names in os.walk(path) for name in names
+        if os.path.splitext(name)[1].lower() in SUFFIXES and not name.startswith((".", "_")))
+    if not os.path.exists(path):
+        raise CorpusError(f"input {path} does not exist")
+    if not files:
+        raise CorpusError(f"{path} holds no {', '.join(SUFFIXES)} file")
+    shards = []
+    for file in files:
+        kind = SUFFIXES.get(os.path.splitext(file)[1].lower())
+        if kind is None:
+            raise CorpusError(f"{file}: unsupported file type (use {', '.join(SUFFIXES)})")
+        rows = _row_count(file, kind)
+        for start in range(0, max(rows, 1), rows_per_shard) if kind in ("jsonl", "parquet") else [0]:
+            stop = start + rows_per_shard if kind in ("jsonl", "parquet") else None
+            shards.append(Shard(len(shards), kind, file, start, stop))
+    return shards
+
+
+def _dataset_shards(dataset, rows_per_shard, path=None):
+    if path is None:
+        files = [f["filename"] for f in getattr(dataset, "cache_files", [])]
+        if not files:
+            raise CorpusError("an in-memory datasets.Dataset has no cache files for the workers to read: "
+                              "save_to_disk it, or give the folder")
+        path = os.path.dirname(files[0])
+    if len(dataset) == 0:
+        raise CorpusError("the dataset has no rows")
+    return [Shard(i, "dataset", path, start, start + rows_per_shard)
+            for i, start in enumerate(range(0, len(dataset), rows_per_shard))]
+
+
+def _row_count(file, kind):
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(file).metadata.num_rows
+    if kind == "jsonl":
+        with open(file, "rb") as f:
+            return sum(1 for _ in f)
+    return 1
+
+
+def read_shard(shard, text_field):
+    """The shard's records, numbered from 1 within the shard (`Record.line`)."""
+    if shard.kind == "jsonl":
+        records = []
+        with open(shard.path, "rb") as f:
+            for number, raw in enumerate(f):
+                if number < shard.start:
+                    continue
+                if shard.stop is not None and number >= shard.stop:
+                    break
+                record = parse_line(raw, number + 1, "jsonl", text_field)
+                if record is not None:
+                    records.append(record)
+        return records
+    if shard.kind in ("json", "text"):
+        with open(shard.path, "rb") as f:
+            records = whole_input_records(f.read(), shard.kind, text_field)
+        if shard.kind == "text":  # a document's id is its file name
+            records = [dataclasses.replace(r, fields={"id": os.path.basename(shard.path)}) for r in records]
+        return records
+    rows = _table_rows(shard)
+    return [object_record(row, shard.start + i + 1, text_field) for i, row in enumerate(rows)]
+
+
+def _table_rows(shard):
+    if shard.kind == "parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(shard.path)
+    else:
+        import datasets
+
+        table = datasets.load_from_disk(shard.path).data.table
+    stop = table.num_rows if shard.stop is None else min(shard.stop, table.num_rows)
+    return table.slice(shard.start, max(stop - shard.start, 0)).to_pylist()
+
+
+def dumps(record):
+    return json.dumps(record, ensure_ascii=False)

@@ -1,0 +1,112 @@
+"""Corpus redaction: the same output records as piiner-redact, one per input record in order, failures counted
+and kept in rejects, worker processes, restart without redoing finished shards, and the Ray engine (marked ray)."""
+
+import json
+import os
+
+import datasets
+import pytest
+
+import piiner.corpus.job as job_module
+from piiner.corpus import RedactorSpec, redact_corpus
+from piiner.corpus.cli import main as corpus_main
+from piiner.deid.cli import main as redact_main
+
+SPEC = RedactorSpec(detector="regex", batch_size=4)
+
+
+def write_corpus(folder):
+    folder.mkdir()
+    rows = [{"id": f"r{i}", "text": f"user{i}@x.org called 555-201-{3000 + i}", "meta": i} for i in range(9)]
+    rows[3]["text"] = 7  # a non-string text: a failed record, counted
+    (folder / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:5]) + "not json\n")
+    (folder / "b.jsonl").write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in rows[5:]) + b'{"text": "\xff"}\n')
+    (folder / "note.txt").write_text("Password:\nhunter2 and mail bob@y.org\n")
+    datasets.Dataset.from_list([{"id": "p0", "text": "ssn 123-45-6789"}, {"id": "p1", "text": "nothing"}]) \
+        .to_parquet(str(folder / "c.parquet"))
+    return folder
+
+
+def read_output(folder):
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("part-"):
+            out += [json.loads(line) for line in (folder / name).read_text().splitlines()]
+    return out
+
+
+def test_the_local_engine_writes_what_piiner_redact_writes(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus")
+    summary = redact_corpus(corpus, tmp_path / "out", SPEC, num_proc=2, rows_per_shard=3)
+    got = read_output(tmp_path / "out")
+    expected = []
+    for name in ("a.jsonl", "b.jsonl", "c.parquet", "note.txt"):
+        if name.endswith(".parquet"):
+            rows = datasets.Dataset.from_parquet(str(corpus / name)).to_list()
+            (tmp_path / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            source = tmp_path / "c.jsonl"
+        else:
+            source = corpus / name
+        redact_main([str(source), "--detector", "regex", "-o", str(tmp_path / "cli.jsonl"), "--no-progress"])
+        records = [json.loads(line) for line in (tmp_path / "cli.jsonl").read_text().splitlines()]
+        # A text file is one document, as for piiner-redact; in a corpus its file name is its id.
+        expected += [{"id": name, **r} for r in records] if name.endswith(".txt") else records
+    assert got == expected
+    assert summary["records"] == len(expected) == 6 + 5 + 2 + 1 and summary["shards"] == 6
+    assert summary["failures"] == {"invalid UTF-8": 1, "not valid JSON": 1, "text is not a string": 1}
+    rejects = [json.loads(line) for name in sorted(os.listdir(tmp_path / "out" / "rejects"))
+               for line in (tmp_path / "out" / "rejects" / name).read_text().splitlines()]
+    assert sorted(r["reason"] for r in rejects) == ["invalid UTF-8", "not valid JSON", "text is not a string"]
+    assert {"id": "r3"}.items() <= next(r for r in rejects if r["reason"] == "text is not a string").items()
+
+
+def test_a_dataset_is_redacted_in_order_with_its_ids(tmp_path):
+    table = datasets.Dataset.from_list([{"id": i, "text": f"mail u{i}@x.org"} for i in range(7)])
+    table.save_to_disk(str(tmp_path / "saved"))
+    redact_corpus(datasets.load_from_disk(str(tmp_path / "saved")), tmp_path / "out", SPEC, rows_per_shard=3)
+    got = read_output(tmp_path / "out")
+    assert [r["id"] for r in got] == list(range(7)) and got[0]["redacted_text"] == "mail [EMAIL]"
+
+
+def test_a_killed_job_started_again_skips_finished_shards_and_writes_no_duplicates(tmp_path, monkeypatch):
+    corpus = write_corpus(tmp_path / "corpus")
+    real, calls = job_module.read_shard, []
+
+    class Killed(Exception):
+        pass
+
+    def dies_on_the_third(shard, text_field):
+        calls.append(shard.name)
+        if calls == ["part-00000", "part-00001", "part-00002"]:
+            raise Killed  # the first job is killed in its third shard
+        return real(shard, text_field)
+
+    monkeypatch.setattr(job_module, "read_shard", dies_on_the_third)
+    with pytest.raises(Killed):
+        redact_corpus(corpus, tmp_path / "out", SPEC, rows_per_shard=3)
+    finished = sorted(os.listdir(tmp_path / "out" / "_done"))
+    assert finished == ["part-00000.json", "part-00001.json"]
+    calls.clear()
+    summary = redact_corpus(corpus, tmp_path / "out", SPEC, rows_per_shard=3)
+    assert "part-00000" not in calls and "part-00001" not in calls and summary["shards_skipped_as_done"] == 2
+    fresh = redact_corpus(corpus, tmp_path / "fresh", SPEC, rows_per_shard=3)
+    assert read_output(tmp_path / "out") == read_output(tmp_path / "fresh") and fresh["records"] == summary["records"]
+
+
+def test_the_command_line_and_its_errors(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "corpus")
+    assert corpus_main(["--input", str(corpus), "--output", str(tmp_path / "out"), "--detector", "regex"]) == 1
+    assert json.loads(capsys.readouterr().out)["failed"] == 3
+    assert corpus_main(["--input", str(tmp_path / "nope"), "--output", str(tmp_path / "o2"), "--detector",
+                        "regex"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.ray
+def test_the_ray_engine_writes_the_same_records_as_the_local_one(tmp_path):
+    pytest.importorskip("ray")
+    corpus = write_corpus(tmp_path / "corpus")
+    local = redact_corpus(corpus, tmp_path / "local", SPEC, rows_per_shard=3)
+    on_ray = redact_corpus(corpus, tmp_path / "ray", SPEC, engine="ray", num_proc=2, rows_per_shard=3)
+    assert read_output(tmp_path / "ray") == read_output(tmp_path / "local")
+    assert on_ray["failures"] == local["failures"] and on_ray["records"] == local["records"]
