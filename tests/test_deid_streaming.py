@@ -7,7 +7,7 @@ import json
 import pytest
 
 from piiner.deid import Redactor
-from piiner.deid.regex_detector import RegexDetector
+from piiner.patterns import RegexDetector
 from piiner.deid.streaming import StreamFailure, redact_stream
 
 

@@ -28,7 +28,7 @@ def build_app(args):
     settings = Settings(max_batch_texts=args.max_batch_texts, max_wait_ms=args.max_wait_ms,
                         max_body_bytes=args.max_body_bytes, max_texts=args.max_texts)
     if args.detector == "regex":
-        from piiner.deid.regex_detector import RegexDetector
+        from piiner.patterns import RegexDetector
 
         return create_app(RegexDetector(), "regex", settings)
     from piiner.snapshot import load_pipeline
