@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 , := ,
 STAMP := $(VENV)/.installed
 
-.PHONY: install quickstart reference out-of-source test test-slow
+.PHONY: install quickstart reference out-of-source test test-slow test-engines
 
 # Every source that works offline (../shared/data, or the public files fetched once): generated, then read.
 ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats
@@ -58,3 +58,9 @@ test: install
 
 test-slow: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest -m slow
+
+# The heavy engines: a local Ray instance (the ray extra) and the web page in headless Chromium (Debian packages).
+test-engines: install
+	$(PY) -m pip install -q -r requirements-engines.txt
+	command -v chromedriver >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest -m "ray or browser"

@@ -106,7 +106,7 @@ def test_the_command_line_and_its_errors(tmp_path, capsys):
 def test_the_ray_engine_writes_the_same_records_as_the_local_one(tmp_path):
     pytest.importorskip("ray")
     corpus = write_corpus(tmp_path / "corpus")
-    local = redact_corpus(corpus, tmp_path / "local", SPEC, rows_per_shard=3)
-    on_ray = redact_corpus(corpus, tmp_path / "ray", SPEC, engine="ray", num_proc=2, rows_per_shard=3)
+    local = redact_corpus(corpus, tmp_path / "local", SPEC)
+    on_ray = redact_corpus(corpus, tmp_path / "ray", SPEC, engine="ray", num_proc=2)
     assert read_output(tmp_path / "ray") == read_output(tmp_path / "local")
     assert on_ray["failures"] == local["failures"] and on_ray["records"] == local["records"]
