@@ -281,9 +281,9 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         width = max(t.shape[-1] for t in per_text)
         char_ids = torch.cat([torch.nn.functional.pad(t, (0, width - t.shape[-1])) for t in per_text])
         char_ids = trim_char_ids(char_ids, min_chars=max(getattr(config, "char_kernel_sizes", None) or [1]))
-    else:
+    else:  # the same table lookup as for tensors, as lists (training features): one way to build char ids
         char_ids = [
-            [words[i].char_ids(s, e) if e > s else [] for s, e in offsets]
+            [row[: int((row != 0).sum())].tolist() for row in words[i].char_tensor(offsets)]
             for i, offsets in zip(windows, encoding["offset_mapping"])
         ]
     encoding["char_ids"] = char_ids

@@ -196,6 +196,10 @@ def test_vectorised_char_ids_equal_the_per_token_reference(pieces):
     width = max(reference.shape[-1], got.shape[-1])
     pad = torch.nn.functional.pad
     assert torch.equal(pad(got, (0, width - got.shape[-1])), pad(reference, (0, width - reference.shape[-1])))
+    # Training features (lists) and inference inputs (tensors) carry the same ids: no train/serve skew.
+    lists = encode_texts(tokenizer, [text], config, return_tensors=None)["char_ids"]
+    tensors = encode_texts(tokenizer, [text], config)["char_ids"]
+    assert torch.equal(pad_char_ids(lists, seq_len=tensors.shape[1], min_chars=tensors.shape[2]), tensors)
 
 
 @pytest.mark.parametrize("text", ["", " ", "\t\n  \n"])
