@@ -109,23 +109,6 @@ def check_output_dir(training_args):
                          "another --output_dir")
 
 
-def record_process_group(training_args):
-    """Write this rank's view of the process group to <output_dir>/_ranks/rank<N>.json (not pushed: leading "_").
-
-    Every rank lists the pids of all ranks, gathered through the process group, which proves they share one.
-    """
-    info = {"rank": training_args.process_index, "world_size": training_args.world_size, "pid": os.getpid()}
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        pids = [None] * torch.distributed.get_world_size()
-        torch.distributed.all_gather_object(pids, os.getpid())
-        info.update(backend=torch.distributed.get_backend(), group_pids=pids)
-    folder = os.path.join(training_args.output_dir, "_ranks")
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, f"rank{training_args.process_index}.json"), "w") as f:
-        json.dump(info, f)
-    logger.info("process %d of %d (pid %d)", info["rank"], info["world_size"], info["pid"])
-
-
 def main(argv=None, extra_callbacks=()):
     model_args, data_args, training_args = parse_args(argv)
     logging.basicConfig(
@@ -141,7 +124,7 @@ def main(argv=None, extra_callbacks=()):
     if training_args.torch_num_threads:
         torch.set_num_threads(training_args.torch_num_threads)
     set_seed(training_args.seed)
-    record_process_group(training_args)
+    logger.info("process %d of %d (pid %d)", training_args.process_index, training_args.world_size, os.getpid())
 
     records = load_records(data_args)
     tokenizer, model = build_model(model_args)

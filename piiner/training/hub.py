@@ -12,8 +12,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 import piiner.modeling_piiner
 
-# What Trainer.push_to_hub leaves out of output_dir: checkpoint folders and names starting with "_" (this run's
-# private files, e.g. _ranks/), plus the Hub client's own defaults (.git, .cache/huggingface).
+# What Trainer.push_to_hub leaves out of output_dir: checkpoint folders and names starting with "_" (a run's private
+# files), plus the Hub client's own defaults (.git, .cache/huggingface).
 PUSH_IGNORE_PATTERNS = ["_*", f"{PREFIX_CHECKPOINT_DIR}-*"] + list(DEFAULT_IGNORE_PATTERNS)
 
 
