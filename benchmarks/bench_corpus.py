@@ -12,7 +12,6 @@ memory is the largest resident set of that process and its workers (psutil, samp
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
