@@ -7,12 +7,10 @@ import torch
 from conftest import build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
 from transformers import pipeline
 
-from piiner.export.crf_graph import scan_decode
 from piiner.export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx, graph_inputs
 from piiner.export.onnx_runtime import OnnxPiiNer
 from piiner.export.quantize import quantize_int8
 from piiner.configuration_piiner import PiiNerConfig
-from piiner.crf_piiner import crf_marginals, viterbi_decode
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.pii_schema import LABELS, PII_TYPES
 from piiner.tokenization_utils import encode_texts
@@ -46,37 +44,15 @@ def exported(tmp_path_factory):
     model.save_pretrained(model_dir)
     tokenizer.save_pretrained(model_dir)
     export_onnx(model, onnx_dir, tokenizer=tokenizer)
-    export_onnx(model, root / "onnx_scan", tokenizer=tokenizer, decode_in_graph=True)
     return model, tokenizer, model_dir, onnx_dir
 
 
-# The default graph (emissions + CRF scores, decoded by the runtime with NumPy) and the one with the decode inside.
-GRAPH_FORMS = ["onnx", "onnx_scan"]
 
 
 def emissions_of(model, batch):
     """The PyTorch model's log-softmax emissions (in eval mode its `logits` are CRF log-marginals instead)."""
     hidden = model.piiner(batch["input_ids"], batch["attention_mask"], char_ids=batch["char_ids"]).last_hidden_state
     return torch.log_softmax(model.classifier(hidden).float(), dim=-1)
-
-
-def test_scan_decode_matches_crf_piiner():
-    model = tiny_tagger(tiny_bert_config())
-    start, transitions, end = model.crf.constrained_transitions()
-    emissions = torch.log_softmax(torch.randn(4, 9, len(LABELS)) * 3, dim=-1)
-    mask = torch.ones(4, 9, dtype=torch.bool)
-    mask[:, 0] = False  # [CLS]
-    mask[0, 4] = False  # a hole inside the chain
-    mask[1, 6:] = False  # a shorter row
-    mask[3] = False  # a row without any CRF position
-    with torch.no_grad():
-        expected_tags, _ = viterbi_decode(emissions, mask, start, transitions, end)
-        marginals = crf_marginals(emissions, mask, start, transitions, end)
-        tags, scores = scan_decode(emissions, mask, start, transitions, end)
-    expected_scores = marginals.gather(-1, expected_tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
-    assert torch.equal(tags, expected_tags)
-    torch.testing.assert_close(scores, expected_scores, atol=1e-4, rtol=1e-4)
-    assert (tags[3] == -100).all() and (scores[3] == 0).all()
 
 
 def test_graph_inputs_list_each_distinct_word_once():
@@ -106,20 +82,16 @@ def test_wrapper_equals_model(exported):
     inputs = [torch.from_numpy(a) for a in graph_inputs(batch["input_ids"], batch["attention_mask"], batch["char_ids"])]
     with torch.no_grad():
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], char_ids=batch["char_ids"])
-        emissions, tags, scores = PiiNerExportWrapper(model, decode_in_graph=True)(*inputs)
-        emissions_only, mask, start, transitions, end = PiiNerExportWrapper(model)(*inputs)
-    assert torch.equal(tags, out.decoded_tags)
-    torch.testing.assert_close(scores, out.tag_scores, atol=1e-4, rtol=1e-4)
-    assert torch.equal(emissions_only, emissions) and torch.equal(mask, out.decoded_tags != -100)
+        emissions, mask, start, transitions, end = PiiNerExportWrapper(model)(*inputs)
+    torch.testing.assert_close(emissions, emissions_of(model, batch))
+    assert torch.equal(mask, out.decoded_tags != -100)
     for got, expected in zip((start, transitions, end), model.crf.constrained_transitions()):
         assert torch.equal(got, expected)
 
 
-@pytest.mark.parametrize("form", GRAPH_FORMS)
-def test_onnx_outputs_equal_pytorch_on_new_shapes(exported, form):
+def test_onnx_outputs_equal_pytorch_on_new_shapes(exported):
     model, tokenizer, _, onnx_dir = exported
-    finder = OnnxPiiNer(onnx_dir.parent / form)
-    assert finder.decode_in_graph == (form == "onnx_scan")
+    finder = OnnxPiiNer(onnx_dir)
     # Three rows of different lengths, none of the trace's sizes: batch, sequence and char axes are dynamic.
     batch = encode_texts(tokenizer, TEXTS[:3], model.config)
     got = finder.run(batch["input_ids"], batch["attention_mask"], batch["char_ids"])
@@ -136,10 +108,8 @@ def entity_keys(entities):
     return [(e["start"], e["end"], e["type"], e["tier"], e["word"]) for e in entities]
 
 
-@pytest.mark.parametrize("form", GRAPH_FORMS)
-def test_onnx_entities_equal_pipeline(exported, form):
+def test_onnx_entities_equal_pipeline(exported):
     _, _, model_dir, onnx_dir = exported
-    onnx_dir = onnx_dir.parent / form
     finder = pipeline("token-classification", model=str(model_dir), trust_remote_code=True)
     expected = finder(TEXTS)
     got = OnnxPiiNer(onnx_dir)(TEXTS, batch_size=2)

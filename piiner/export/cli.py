@@ -38,7 +38,7 @@ def cmd_export(args):
     out = Path(args.out or Path(args.model) / "onnx")
     started = time.perf_counter()
     path = export_onnx(
-        model, out, tokenizer=tokenizer, opset_version=args.opset or DEFAULT_OPSET, decode_in_graph=args.decode_in_graph
+        model, out, tokenizer=tokenizer, opset_version=args.opset or DEFAULT_OPSET
     )
     print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB, {time.perf_counter() - started:.0f} s, "
           "verified against PyTorch)")
@@ -117,9 +117,6 @@ def parse_args(argv=None):
     e.add_argument("--per-tensor", action="store_true",
                    help="one int8 scale per weight matrix (default: one per output channel)")
     e.add_argument("--opset", type=int, help="ONNX opset (default: export.onnx_export.DEFAULT_OPSET, 20)")
-    e.add_argument("--decode-in-graph", action="store_true",
-                   help="Viterbi and marginals inside the graph as Scan loops (portable, slower) instead of emissions "
-                        "+ CRF scores decoded by the runtime")
     for name, help_text in (("predict", "write predictions of a graph as JSONL for piiner-evaluate"),
                             ("compare", "compare the graph's entities with the PyTorch pipeline's"),
                             ("batch-check", "compare the graph's entities at --batch-size with one text per call")):

@@ -1,18 +1,12 @@
 """Export a piiner tagger to ONNX with torch.onnx (the dynamo exporter), with its CRF.
 
-Two forms of graph, both taking `input_ids`, `attention_mask`, `word_chars` (the batch's distinct words) and
-`word_index` (each token's word, -1 for none; `graph_inputs` makes both from the model's `char_ids`), with dynamic
-batch, sequence, word-count and word-length axes:
-
-- default (`decode_in_graph=False`): returns `emissions` (log-softmax emission scores), `crf_mask` (the CRF
-  positions) and the constrained CRF scores `crf_start`, `crf_transitions` (`[to, from]`), `crf_end`. The graph is
-  self-contained; the runtime (`export.onnx_runtime`) decodes them with `crf_piiner`'s NumPy Viterbi and marginals,
-  the very functions the PyTorch model runs at inference on the CPU. This is the fast form: onnxruntime runs a
-  `Scan` body node by node, ~100 us per position, which made the in-graph decode of a 360-token text cost more
-  than the int8 encoder.
-- `decode_in_graph=True`: returns `emissions`, `decoded_tags` (the Viterbi path, -100 off the CRF positions) and
-  `tag_scores` (the CRF marginal of each decoded tag), the decode written as two `Scan` loops
-  (`export.crf_graph`), for runtimes with no Python beside them.
+The graph takes `input_ids`, `attention_mask`, `word_chars` (the batch's distinct words) and `word_index` (each
+token's word, -1 for none; `graph_inputs` makes both from the model's `char_ids`), with dynamic batch, sequence,
+word-count and word-length axes, and returns `emissions` (log-softmax emission scores), `crf_mask` (the CRF
+positions) and the constrained CRF scores `crf_start`, `crf_transitions` (`[to, from]`), `crf_end`. The runtime
+(`export.onnx_runtime`) decodes them with `crf_piiner.crf_decode_cpu`, the very function the PyTorch model runs at
+inference on the CPU (a decode inside the graph as `Scan` loops cost more than the int8 encoder: onnxruntime runs a
+`Scan` body node by node).
 
 `PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
 characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
@@ -22,19 +16,16 @@ shape: the char CNN over every distinct word at the padded width (tokens without
 from the model is read from its modules, so a retrained or resized model exports without change here.
 """
 
-import copy
 import json
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from piiner.export.crf_graph import scan_decode, transition_sums
 from piiner.modeling_piiner import PiiNerForTokenClassification, distinct_rows
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "word_chars", "word_index")
-DECODED_OUTPUT_NAMES = ("emissions", "decoded_tags", "tag_scores")  # decode_in_graph=True
 CRF_OUTPUT_NAMES = ("emissions", "crf_mask", "crf_start", "crf_transitions", "crf_end")  # the default
 ONNX_FILE = "model.onnx"
 # Written next to the graph: how it was exported (input and output names, opset), for people and tools.
@@ -84,17 +75,10 @@ class PiiNerExportWrapper(nn.Module):
     what the encoder assumes when none are given.
     """
 
-    def __init__(self, model: PiiNerForTokenClassification, decode_in_graph: bool = False):
+    def __init__(self, model: PiiNerForTokenClassification):
         super().__init__()
         self.model = model.eval()
-        self.decode_in_graph = decode_in_graph
-        self.output_names = DECODED_OUTPUT_NAMES if decode_in_graph else CRF_OUTPUT_NAMES
-        # The CRF's per-step sum tables, as buffers: torch.export traces module state, not loose constant tensors
-        # captured by a scan body (those fail in non-strict export).
-        self._sums = transition_sums(model.crf.constrained_transitions()[1])
-        self._sum_tables = [name for name, value in vars(self._sums).items() if isinstance(value, torch.Tensor)]
-        for name in self._sum_tables:
-            self.register_buffer(f"crf_sums_{name}", getattr(self._sums, name), persistent=False)
+        self.output_names = CRF_OUTPUT_NAMES
 
     def forward(self, input_ids, attention_mask, word_chars, word_index):
         """`word_chars` (words, num_chars): the distinct words of the batch; `word_index` (batch, seq_len): each
@@ -111,13 +95,7 @@ class PiiNerExportWrapper(nn.Module):
         hidden = torch.where(mask.unsqueeze(-1), fused, hidden)
         emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
         start, transitions, end = self.model.crf.constrained_transitions()
-        if not self.decode_in_graph:
-            return emissions, mask, start, transitions, end
-        sums = copy.copy(self._sums)
-        for name in self._sum_tables:
-            setattr(sums, name, getattr(self, f"crf_sums_{name}"))
-        decoded_tags, tag_scores = scan_decode(emissions, mask, start, transitions, end, sums)
-        return emissions, decoded_tags, tag_scores
+        return emissions, mask, start, transitions, end
 
 
 def graph_inputs(input_ids, attention_mask, char_ids) -> tuple:
@@ -174,7 +152,6 @@ def export_onnx(
     tokenizer=None,
     opset_version: int = DEFAULT_OPSET,
     verify: bool = True,
-    decode_in_graph: bool = False,
 ) -> Path:
     """
     Export `model` to `output_dir/model.onnx`, with the model's config (and `tokenizer`, when given) saved beside it
@@ -186,8 +163,6 @@ def export_onnx(
         tokenizer: the model's fast tokenizer, saved next to the graph.
         opset_version: ONNX opset of the graph.
         verify: run the exported graph once in onnxruntime on the trace inputs and compare with PyTorch.
-        decode_in_graph: put the Viterbi decode and marginals in the graph as `Scan` loops (portable, slower at
-            small batches) instead of returning the CRF scores for the runtime to decode.
 
     Returns:
         The path of the `.onnx` file.
@@ -206,14 +181,14 @@ def export_onnx(
     attention = model.piiner.encoder.config._attn_implementation
     model.piiner.encoder.set_attn_implementation("eager")
     try:
-        return _export(model, output_dir, tokenizer, opset_version, verify, decode_in_graph)
+        return _export(model, output_dir, tokenizer, opset_version, verify)
     finally:
         model.piiner.encoder.set_attn_implementation(attention)
 
 
-def _export(model, output_dir, tokenizer, opset_version, verify, decode_in_graph) -> Path:
+def _export(model, output_dir, tokenizer, opset_version, verify) -> Path:
     onnx_path = output_dir / ONNX_FILE
-    wrapper = PiiNerExportWrapper(model, decode_in_graph=decode_in_graph).requires_grad_(False)
+    wrapper = PiiNerExportWrapper(model).requires_grad_(False)
     inputs = example_inputs(model.config)
     batch, seq_len, words, num_chars = dynamic_dims(model.config)
     dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: words, 1: num_chars}, {0: batch, 1: seq_len})
@@ -236,7 +211,7 @@ def _export(model, output_dir, tokenizer, opset_version, verify, decode_in_graph
     if tokenizer is not None:
         tokenizer.save_pretrained(output_dir)
     info = {"onnx_file": ONNX_FILE, "inputs": list(INPUT_NAMES), "outputs": list(wrapper.output_names),
-            "decode_in_graph": decode_in_graph, "opset": opset_version}
+            "opset": opset_version}
     (output_dir / EXPORT_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
     if verify:
         verify_export(wrapper, onnx_path, inputs)

@@ -28,7 +28,6 @@ import torch
 from piiner.export.onnx_export import (
     ACTIVATION_QUANTIZATION_KEY,
     CRF_OUTPUT_NAMES,
-    DECODED_OUTPUT_NAMES,
     INPUT_NAMES,
     ONNX_FILE,
     graph_inputs,
@@ -128,23 +127,19 @@ class OnnxPiiNer:
         self.session = cpu_session(onnx_path, num_threads)
         inputs = [i.name for i in self.session.get_inputs()]
         outputs = [o.name for o in self.session.get_outputs()]
-        known = [names for names in (CRF_OUTPUT_NAMES, DECODED_OUTPUT_NAMES) if set(names) <= set(outputs)]
-        if inputs != list(INPUT_NAMES) or not known:
+        if inputs != list(INPUT_NAMES) or not set(CRF_OUTPUT_NAMES) <= set(outputs):
             raise ValueError(
                 f"{onnx_path} is not a piiner export: inputs {inputs} (expected {list(INPUT_NAMES)}), outputs "
-                f"{outputs} (expected {list(CRF_OUTPUT_NAMES)} or {list(DECODED_OUTPUT_NAMES)})"
+                f"{outputs} (expected {list(CRF_OUTPUT_NAMES)})"
             )
-        self.output_names = list(known[0])
-        self.decode_in_graph = known[0] == DECODED_OUTPUT_NAMES
+        self.output_names = list(CRF_OUTPUT_NAMES)
         self.one_window_per_call = quantizes_activations(self.session, onnx_path) and not batch_quantized
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
         """One graph call on already-encoded windows (tensors or arrays, the model's inputs); returns `emissions`,
-        `decoded_tags` and `tag_scores` as arrays, whichever form the graph has."""
+        `decoded_tags` and `tag_scores` as arrays."""
         feeds = dict(zip(INPUT_NAMES, graph_inputs(input_ids, attention_mask, char_ids)))
         out = dict(zip(self.output_names, self.session.run(self.output_names, feeds)))
-        if self.decode_in_graph:
-            return out
         crf = (out.pop("crf_mask"), out.pop("crf_start"), out.pop("crf_transitions"), out.pop("crf_end"))
         mask = crf[0]
         tags, marginals = crf_decode_cpu(out["emissions"], *crf)
