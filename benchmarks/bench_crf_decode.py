@@ -16,7 +16,7 @@ from bench_inference import _load_tokenizer, make_documents, set_threads  # noqa
 from piiner.crf_numba import AVAILABLE  # noqa: E402
 from piiner.crf_piiner import crf_decode_cpu  # noqa: E402
 from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions  # noqa: E402
-from piiner.tokenization_utils import encode_texts  # noqa: E402
+from piiner.encoding_piiner import encode_texts  # noqa: E402
 
 
 def decode_inputs(model, tokenizer, batch, doc_chars):

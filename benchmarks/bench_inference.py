@@ -132,7 +132,7 @@ def peak_rss_mb() -> float | None:
 
 
 def _window_args(tokenizer, config):
-    from piiner.tokenization_utils import default_max_length
+    from piiner.encoding_piiner import default_max_length
 
     max_length = default_max_length(tokenizer, config)
     return max_length, max_length // 4
@@ -299,7 +299,7 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
 
     from piiner.crf_piiner import crf_decode_cpu
     from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions
-    from piiner.tokenization_utils import encode_texts
+    from piiner.encoding_piiner import encode_texts
 
     set_threads(threads)
     torch.manual_seed(0)

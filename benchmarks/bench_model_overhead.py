@@ -33,7 +33,7 @@ def encoder_config(name):
 def make_inputs(batch, seq_len, seed=0):
     """Random ids shaped like real text: words of 2-10 characters with 1 in 10 of 20-60 (emails, URLs, IBANs),
     each spread over the consecutive tokens a WordPiece tokenizer would give it; the char axis is as wide as the
-    batch's longest word, as `tokenization_utils.pad_char_ids` makes it."""
+    batch's longest word, as `encoding_piiner.pad_char_ids` makes it."""
     generator = torch.Generator().manual_seed(seed)
 
     def draw(low, high):

@@ -20,7 +20,7 @@ from transformers import AutoModelForTokenClassification, AutoTokenizer  # noqa:
 
 from piiner.modeling_piiner import PiiNerForTokenClassification  # noqa: E402
 from piiner.pii_schema import LABEL2ID  # noqa: E402
-from piiner.tokenization_utils import encode_texts  # noqa: E402
+from piiner.encoding_piiner import encode_texts  # noqa: E402
 from piiner.training.args import resolve_backbone  # noqa: E402
 from piiner.training.class_weights import label_weight_table, token_weights  # noqa: E402
 

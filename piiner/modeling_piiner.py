@@ -344,7 +344,7 @@ class PiiNerModel(PiiNerPreTrainedModel):
             attention_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*): 1 for tokens.
             token_type_ids (`torch.LongTensor`, *optional*): passed on only to encoders that have token types.
             char_ids (`torch.LongTensor` of shape `(batch_size, sequence_length, num_chars)`, *optional*):
-                char ids of each token's source word (see `tokenization_utils.token_char_ids`), 0 = padding.
+                char ids of each token's source word (see `encoding_piiner.token_char_ids`), 0 = padding.
         """
         self._check_inputs(input_ids, char_ids)
         if attention_mask is None:
@@ -388,7 +388,7 @@ class PiiNerModel(PiiNerPreTrainedModel):
         if char_ids.numel() and (char_ids.min() < 0 or char_ids.max() >= self.config.char_vocab_size):
             raise ValueError(
                 f"char_ids must lie in [0, {self.config.char_vocab_size}) (char_vocab_size), got values in "
-                f"[{int(char_ids.min())}, {int(char_ids.max())}]; encode characters with tokenization_utils.encode_char"
+                f"[{int(char_ids.min())}, {int(char_ids.max())}]; encode characters with encoding_piiner.encode_char"
             )
 
 

@@ -4,13 +4,15 @@ Ships with the weights (named in the config's `custom_pipelines`), so
 
     pipeline("token-classification", model=DIR, trust_remote_code=True)
 
-builds it for any saved piiner snapshot. Imports only torch, transformers and its sibling `tokenization_utils`.
+builds it for any saved piiner snapshot. Imports only torch, transformers and its siblings `encoding_piiner` and `decoding_piiner`.
 """
 
 import torch
 from transformers.pipelines.base import ChunkPipeline
 
-from .tokenization_utils import decode_entities, decode_tokens, encode_texts, merge_windows
+from .encoding_piiner import encode_texts
+
+from .decoding_piiner import decode_entities, decode_tokens, merge_windows
 
 
 AGGREGATION_STRATEGIES = ("simple", "none")

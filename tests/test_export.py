@@ -13,7 +13,7 @@ from piiner.export.quantize import quantize_int8
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.pii_schema import LABELS, PII_TYPES
-from piiner.tokenization_utils import encode_texts
+from piiner.encoding_piiner import encode_texts
 
 
 TEXTS = [

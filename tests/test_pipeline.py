@@ -15,7 +15,7 @@ from conftest import TINY_VOCAB, build_tiny_tokenizer, tiny_bert_config
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
-from piiner.tokenization_utils import encode_texts
+from piiner.encoding_piiner import encode_texts
 
 JOHN, SMITH = TINY_VOCAB.index("john"), TINY_VOCAB.index("smith")
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import torch
-from conftest import REPO_ROOT, build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
+from conftest import build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
 
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
@@ -89,15 +89,13 @@ print("REPORT " + json.dumps(report))
 
 SNAPSHOT_CODE = {
     "configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "crf_numba.py", "pii_schema.py",
-    "pipeline_piiner.py",
+    "pipeline_piiner.py", "encoding_piiner.py", "decoding_piiner.py",
 }
 
 
 def expected_code_files():
-    """The Hub files a snapshot must carry; tokenization_utils.py once the pipeline imports it."""
-    with open(os.path.join(REPO_ROOT, "piiner", "pipeline_piiner.py"), encoding="utf-8") as f:
-        uses_tokenization_utils = "from .tokenization_utils import" in f.read()
-    return SNAPSHOT_CODE | ({"tokenization_utils.py"} if uses_tokenization_utils else set())
+    """The Hub files a snapshot must carry."""
+    return SNAPSHOT_CODE
 
 
 def fixed_inputs():

@@ -169,7 +169,7 @@ def test_best_checkpoint_is_tracked_by_the_chosen_metric(full_run):
 def test_output_folder_is_a_complete_hub_repo(full_run):
     _, _, out = full_run
     files = set(os.listdir(out))
-    code = {"configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "tokenization_utils.py",
+    code = {"configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "encoding_piiner.py", "decoding_piiner.py",
             "pipeline_piiner.py", "pii_schema.py"}
     assert code | {"model.safetensors", "config.json", "tokenizer.json", "README.md", "model_card.md",
                    "evaluation_validation.json", "evaluation_test.json"} <= files
@@ -281,7 +281,7 @@ def test_loss_is_the_crf_nll_weighted_by_the_tier_of_each_gold_token(run_inputs,
 def test_missing_quickstart_corpus_names_the_command_that_builds_it(tmp_path):
     argv = ["--config", os.path.join(REPO_ROOT, "configs", "quickstart.yaml"), "--dataset", "data/__missing__",
             "--output_dir", str(tmp_path)]
-    with pytest.raises(SystemExit, match="piiner-data build --sources synthetic,presidio,wnut17 --out data/__missing__"):
+    with pytest.raises(SystemExit, match="piiner-data build --sources synthetic,presidio,wnut17,btc,.*,formats --out data/__missing__"):
         main(argv)
 
 

@@ -1,6 +1,6 @@
 """Run an exported piiner graph with onnxruntime: text in, the same entities as the PyTorch pipeline out.
 
-The text side is shared with the pipeline, not re-implemented: `tokenization_utils.encode_texts` makes the windows
+The text side is shared with the pipeline, not re-implemented: `encoding_piiner.encode_texts` makes the windows
 and char ids; the graph gives emissions and CRF scores, decoded by `crf_piiner`'s NumPy Viterbi and marginals (the
 functions the PyTorch model itself runs at inference on the CPU), or, for a graph exported with the decode inside,
 Viterbi tags and marginals directly; `merge_windows` and `decode_entities` turn them into entities. Only the
@@ -34,7 +34,10 @@ from piiner.export.onnx_export import (
 )
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_piiner import crf_decode_cpu
-from piiner.tokenization_utils import decode_entities, encode_texts, merge_windows, trim_char_ids
+from piiner.encoding_piiner import encode_texts, trim_char_ids
+
+# onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual
+from piiner.decoding_piiner import decode_entities, merge_windows
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual
 # add and layer norm into one SkipLayerNormalization kernel, which is slower here than the plain Add +
@@ -153,7 +156,7 @@ class OnnxPiiNer:
 
         Args:
             batch_size: texts encoded together, and windows per call of a float graph.
-            max_length, stride: the windowing of `tokenization_utils.encode_texts` (defaults as the pipeline's).
+            max_length, stride: the windowing of `encoding_piiner.encode_texts` (defaults as the pipeline's).
         """
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)

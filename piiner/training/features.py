@@ -3,7 +3,7 @@
 Labels come from the records' character spans and the tokens' character offsets, so they never depend on how a
 tokenizer splits words: every real token gets a label; the first token of a window that touches a span gets B-,
 the following ones I-; tokens touching no span get O; special tokens get -100. A text longer than one window
-becomes overlapping windows (``tokenization_utils.encode_texts``), never a cut text. A window that opens inside an
+becomes overlapping windows (``encoding_piiner.encode_texts``), never a cut text. A window that opens inside an
 entity labels its first entity token B-, because the BIO CRF forbids a sequence opening with I-.
 """
 
@@ -14,10 +14,10 @@ import inspect
 import datasets
 from datasets.fingerprint import Hasher
 
-from piiner import tokenization_utils
+from piiner import encoding_piiner
 from piiner.data_prep.records import span_problem
 from piiner.pii_schema import TIER_OF
-from piiner.tokenization_utils import encode_texts
+from piiner.encoding_piiner import encode_texts
 
 IGNORE_INDEX = -100
 MODEL_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "char_ids", "labels", "unannotated_labels")
@@ -150,7 +150,7 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
 
 def _code_digest():
     # Part of the cache fingerprint: a cached feature file must not outlive a change to the code that made it.
-    source = inspect.getsource(tokenization_utils) + inspect.getsource(_encode_batch) + inspect.getsource(align_labels)
+    source = inspect.getsource(encoding_piiner) + inspect.getsource(_encode_batch) + inspect.getsource(align_labels)
     return hashlib.sha256(source.encode()).hexdigest()
 
 

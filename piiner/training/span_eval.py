@@ -1,7 +1,7 @@
 """Evaluation during training: window predictions -> character spans of the original texts -> strict span scores.
 
 The Trainer hands over per-window Viterbi tags and confidences; windows of one text are merged
-(``tokenization_utils.merge_windows``), decoded to entities with exact offsets (``decode_entities``) and scored
+(``decoding_piiner.merge_windows``), decoded to entities with exact offsets (``decode_entities``) and scored
 against the records' gold spans with ``evaluation.metrics.span_metrics``: the same path the pipeline takes.
 """
 
@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from piiner.evaluation.metrics import span_metrics
-from piiner.tokenization_utils import decode_entities, merge_windows
+from piiner.decoding_piiner import decode_entities, merge_windows
 
 
 def keep_tags_and_scores(outputs, labels):

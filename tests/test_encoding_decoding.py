@@ -1,4 +1,4 @@
-"""tokenization_utils: char ids, padding, windowed encoding, window merging and entity decoding."""
+"""encoding_piiner and decoding_piiner: char ids, padding, windowed encoding, window merging and entity decoding."""
 
 import functools
 import re
@@ -10,18 +10,17 @@ from hypothesis import strategies as st
 
 from conftest import TINY_VOCAB, build_tiny_tokenizer
 from piiner.configuration_piiner import PiiNerConfig
-from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
-from piiner.tokenization_utils import (
+from piiner.decoding_piiner import decode_entities, merge_windows
+from piiner.encoding_piiner import (
     HASHED_CHAR_BUCKETS,
     _WordIndex,
-    decode_entities,
     default_max_length,
     encode_char,
     encode_texts,
-    merge_windows,
     pad_char_ids,
     token_char_ids,
 )
+from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 
 CONFIG = PiiNerConfig()
 VOCAB = CONFIG.char_vocab_size

@@ -1,0 +1,144 @@
+"""Model outputs -> entities for piiner: the windows of a text merged into one prediction per token, and BIO tags
+turned into whole entities with exact character offsets into the original text.
+
+Ships with the weights: imports only torch and its siblings.
+"""
+
+import torch
+
+from .encoding_piiner import _as_offset_pairs, _strip_span
+from .pii_schema import split_label
+
+
+def merge_windows(windows):
+    """Merge the predictions of overlapping windows of one text into one prediction per token.
+
+    Args:
+        windows: iterable of `(offsets, tag_ids, tag_scores)`, one per window, offsets as in `token_char_ids`
+            (special and padding tokens have `start == end` and are ignored).
+
+    Returns:
+        `(offsets, tag_ids, tag_scores)` over the text's tokens in text order. Each token keeps the prediction of
+        the window where it is farthest from a window edge, where the model saw the most context on both sides.
+        Tokens are matched across windows by their offsets (plus their rank among tokens sharing those offsets).
+    """
+    best = {}
+    for offsets, tag_ids, tag_scores in windows:
+        offsets, tag_ids, tag_scores = _check_lengths(offsets, tag_ids, tag_scores)
+        real = [i for i, (s, e) in enumerate(offsets) if e > s]
+        seen = {}
+        for k, i in enumerate(real):
+            rank = seen[offsets[i]] = seen.get(offsets[i], -1) + 1
+            key = (*offsets[i], rank)
+            distance = min(k, len(real) - 1 - k)
+            if key not in best or distance > best[key][0]:
+                best[key] = (distance, tag_ids[i], tag_scores[i])
+    keys = sorted(best)
+    return (
+        [(s, e) for s, e, _ in keys],
+        [best[k][1] for k in keys],
+        [best[k][2] for k in keys],
+    )
+
+
+def _check_lengths(offsets, tag_ids, tag_scores):
+    offsets = _as_offset_pairs(offsets)
+    tag_ids = [int(t) for t in (tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids)]
+    tag_scores = tag_scores.tolist() if isinstance(tag_scores, torch.Tensor) else list(tag_scores)
+    if not len(offsets) == len(tag_ids) == len(tag_scores):
+        raise ValueError(
+            f"offsets, tag_ids and tag_scores differ in length: {len(offsets)}, {len(tag_ids)}, {len(tag_scores)}"
+        )
+    return offsets, tag_ids, tag_scores
+
+
+def _label_of(tag_id, id2label):
+    label = id2label.get(tag_id, id2label.get(str(tag_id)))
+    if label is None:
+        raise ValueError(f"tag id {tag_id} is not in the model's id2label ({len(id2label)} labels)")
+    try:
+        return split_label(label)
+    except ValueError:
+        raise ValueError(f"label {label!r} (id {tag_id}) is not a BIO label") from None
+
+
+def _entity(text, start, end, entity_type, scores, type_to_tier):
+    # Some tokenizers (SentencePiece) count the preceding space as part of a token: an entity never starts or
+    # ends with whitespace.
+    start, end = _strip_span(text, start, end)
+    if start >= end:
+        return None
+    return {
+        "entity_group": entity_type,
+        "type": entity_type,
+        "tier": type_to_tier.get(entity_type),
+        "score": float(min(scores)),
+        "start": start,
+        "end": end,
+        "word": text[start:end],
+    }
+
+
+def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
+    """BIO tags over tokens -> whole entities with exact character offsets into `text`.
+
+    An entity runs from the start of its B- token (or of a stray I- token, which starts a new entity rather than
+    being dropped) to the end of the last following I- token of the same type; `word == text[start:end]`.
+    Special and padding tokens (`start == end`) and tokens outside the CRF chain (tag id < 0, e.g. -100) are
+    skipped. The entity's `score` is the *minimum* of its tokens'
+    confidences: an entity is no more certain than its least certain token, and for CRF marginals the minimum
+    bounds the probability that the whole span is right.
+
+    Returns:
+        list of dicts `{entity_group, type, tier, score, start, end, word}` in text order (`entity_group` repeats
+        `type` for code written against the stock token-classification pipeline).
+    """
+    offsets, tag_ids, tag_scores = _check_lengths(offsets, tag_ids, tag_scores)
+    entities = []
+    current = None  # [type, start, end, scores]
+
+    def close():
+        if current is not None:
+            entity = _entity(text, current[1], current[2], current[0], current[3], type_to_tier)
+            if entity is not None:
+                entities.append(entity)
+
+    for (start, end), tag_id, score in zip(offsets, tag_ids, tag_scores):
+        if end <= start or tag_id < 0:
+            continue
+        prefix, entity_type = _label_of(tag_id, id2label)
+        if prefix == "I" and current is not None and current[0] == entity_type:
+            current[2] = end
+            current[3].append(score)
+            continue
+        close()
+        current = None if prefix == "O" else [entity_type, start, end, [score]]
+    close()
+    return entities
+
+
+def decode_tokens(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
+    """Per-token predictions, without grouping: one dict `{entity, type, tier, score, index, start, end, word}` per
+    token tagged other than "O" (`entity` is the BIO label, `index` the token's position in `offsets`)."""
+    offsets, tag_ids, tag_scores = _check_lengths(offsets, tag_ids, tag_scores)
+    tokens = []
+    for index, ((start, end), tag_id, score) in enumerate(zip(offsets, tag_ids, tag_scores)):
+        if end <= start or tag_id < 0:
+            continue
+        prefix, entity_type = _label_of(tag_id, id2label)
+        if prefix == "O":
+            continue
+        tokens.append({
+            "entity": f"{prefix}-{entity_type}",
+            "type": entity_type,
+            "tier": type_to_tier.get(entity_type),
+            "score": float(score),
+            "index": index,
+            "start": start,
+            "end": end,
+            "word": text[start:end],
+        })
+    return tokens
+
+
+__all__ = ["merge_windows", "decode_entities", "decode_tokens"]
