@@ -1,5 +1,6 @@
-"""The CRF decode at inference on the CPU (Viterbi tags + marginals), NumPy loops against the numba-compiled ones,
-on a saved model's real emissions for ~1,200-character documents, at batch 1 and 32. Prints a table.
+"""The CRF decode at inference on the CPU (Viterbi tags + marginals): the torch loop (`crf_piiner`, what training and
+GPUs use) against the compiled loops the model runs on the CPU (`crf_numba`), on a saved model's real emissions for
+~1,200-character documents, at batch 1 and 32. Prints a table.
 
     .venv/bin/python benchmarks/bench_crf_decode.py --model runs/quickstart --threads 1
 """
@@ -13,8 +14,8 @@ import torch
 
 from bench_inference import _load_tokenizer, make_documents, set_threads  # noqa: E402
 
-from piiner.crf_numba import AVAILABLE  # noqa: E402
-from piiner.crf_piiner import crf_decode_cpu  # noqa: E402
+from piiner.crf_numba import crf_decode_cpu  # noqa: E402
+from piiner.crf_piiner import crf_marginals, viterbi_decode  # noqa: E402
 from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions  # noqa: E402
 from piiner.encoding_piiner import encode_texts  # noqa: E402
 
@@ -28,6 +29,11 @@ def decode_inputs(model, tokenizer, batch, doc_chars):
     return (emissions, crf_positions(mask, chars), *model.crf.constrained_transitions())
 
 
+def torch_decode(*inputs):
+    with torch.inference_mode():
+        return viterbi_decode(*inputs), crf_marginals(*inputs)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, help="saved piiner model folder")
@@ -39,23 +45,21 @@ def main(argv=None):
     set_threads(args.threads)
     model = PiiNerForTokenClassification.from_pretrained(args.model).eval()
     tokenizer = _load_tokenizer(args.model, model.config)
-    ways = [("NumPy", False)] + ([("numba", True)] if AVAILABLE else [])
+    ways = [("torch", torch_decode), ("compiled", crf_decode_cpu)]
     print(f"| batch x tokens | {' | '.join(f'{name} ms' for name, _ in ways)} |")
     print(f"|---|{'---|' * len(ways)}")
     for batch in map(int, args.batches.split(",")):
         inputs = decode_inputs(model, tokenizer, batch, args.doc_chars)
         cells = []
-        for _, compiled in ways:
-            crf_decode_cpu(*inputs, compiled=compiled)  # warm-up (and numba's compile or cache load)
+        for _, decode in ways:
+            decode(*inputs)  # warm-up (and numba's compile or cache load)
             times = []
             for _ in range(args.rounds):
                 started = time.perf_counter()
-                crf_decode_cpu(*inputs, compiled=compiled)
+                decode(*inputs)
                 times.append(time.perf_counter() - started)
             cells.append(f"{1000 * statistics.median(times):.1f}")
         print(f"| {inputs[0].shape[0]} x {inputs[0].shape[1]} | {' | '.join(cells)} |")
-    if not AVAILABLE:
-        print("numba is not installed: only the NumPy loops were timed")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ Rows:
     plain MiniLM      AutoModelForTokenClassification on the same backbone: tokenize, forward, argmax
     BERT-base         the same loop on a random BERT-base (110M, the size of StanfordAIMI's de-identifier)
     Presidio          Presidio's AnalyzerEngine with spaCy, when installed (requirements-presidio.txt)
-    ONNX fp32 / int8  export.onnx_runtime.OnnxPiiNer on the exported graph (emissions + CRF scores, NumPy decode)
+    ONNX fp32 / int8  export.onnx_runtime.OnnxPiiNer on the exported graph (emissions + CRF scores, compiled decode)
                       and its int8 copy
 
 Each system runs in its own process, so peak memory is its own: the peak resident set during the timed calls minus
@@ -297,7 +297,7 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
     import torch
     from transformers import AutoModelForTokenClassification
 
-    from piiner.crf_piiner import crf_decode_cpu
+    from piiner.crf_numba import crf_decode_cpu
     from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions
     from piiner.encoding_piiner import encode_texts
 
@@ -314,10 +314,10 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
         crf_mask = crf_positions(mask, chars)
         parts = {
             "plain": lambda: plain(input_ids=ids, attention_mask=mask),
-            "piiner": lambda: model(input_ids=ids, attention_mask=mask, char_ids=chars),
+            "piiner": lambda: model(input_ids=ids, attention_mask=mask, char_ids=chars, decode=True),
             "encoder": lambda: model.piiner.encoder(input_ids=ids, attention_mask=mask),
             "encoder+char CNN+fusion": lambda: model.piiner(ids, mask, char_ids=chars),
-            # What the model runs at inference on the CPU (crf_piiner's decode: numba when installed, else NumPy).
+            # What the model runs at inference on the CPU.
             "CRF Viterbi + marginals": lambda: crf_decode_cpu(emissions, crf_mask, start, transitions, end),
         }
         for fn in parts.values():

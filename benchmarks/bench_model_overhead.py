@@ -87,7 +87,7 @@ def main(argv=None):
         model.piiner(input_ids, attention_mask, char_ids=char_ids)
 
     def eval_tagger():
-        model(input_ids, attention_mask, char_ids=char_ids)
+        model(input_ids, attention_mask, char_ids=char_ids, decode=True)
 
     def train_encoder():
         encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state.float().pow(2).mean().backward()

@@ -1,37 +1,92 @@
-"""Compiled CRF inference loops for the CPU, used by `crf_piiner` when numba is installed (optional).
+"""CRF inference on the CPU: Viterbi tags and marginals as loops compiled by numba.
 
-The NumPy decoders in `crf_piiner` pay a few NumPy calls per position: at batch 1 on a 1,200-character text that
-is most of their ~10 ms. These are the same two recursions as plain loops compiled by numba, one row at a time:
-Viterbi reads only the allowed predecessors of an "I-X" label (two) and, for the other labels, only the labels
-within the transition spread of the step's best (exact, as in the NumPy version); the forward-backward pass runs
-dense dot products. A row of a few hundred tokens decodes in about a millisecond. Same arithmetic as the NumPy
-versions: float32 max-plus for Viterbi (ties go to the lower label), float64 forward-backward scaled at every real
-position for the marginals. Without numba `AVAILABLE` is False and nothing here is called.
+At inference the CRF is a recursion over positions of tiny (83-label) steps. As torch ops (`crf_piiner`'s
+`viterbi_decode` and `crf_marginals`, which training, gradients and GPUs use) each step pays a fixed per-op cost, and
+at batch 1 that loop costs more than the encoder; compiled, a row decodes in about a millisecond
+(benchmarks/bench_crf_decode.py times both). The model runs these on the CPU when nothing needs gradients, and the
+ONNX runtime path runs them on the graph's emissions.
+
+Same rules as the torch versions: masked positions are skipped and the chain joins the real positions around them;
+Viterbi runs a float32 max-plus pass (ties go to the lower label) that reads only the allowed predecessors of an
+"I-X" label and, for the other labels, only the labels within the transition spread of the step's best (exact);
+the marginals run a float64 forward-backward in probability space, scaled at every real position, and a batch
+whose steps underflow (emission gaps of hundreds of nats, which no trained model's softmax gives) is handed to the
+torch `crf_marginals`, which works in log space.
 """
 
+import numba
 import numpy as np
+import torch
+
+from .crf_piiner import FORBIDDEN_SCORE, _padded_neighbours, crf_marginals
 
 
-try:
-    import numba
-except ImportError:  # optional dependency
-    numba = None
-
-AVAILABLE = numba is not None
-
-
-# The sums of the forward-backward pass may be reassociated (vectorised): the results differ from the NumPy ones by
-# rounding only (~1e-15). No "no NaN / no inf" assumptions: an -inf emission must stay -inf.
+# The sums of the forward-backward pass may be reassociated (vectorised): results differ by rounding only. No
+# "no NaN / no inf" assumptions: an -inf emission must stay -inf.
 _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 
 def _compile(function):
-    if numba is None:
-        return function
     try:
         return numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)(function)
     except RuntimeError:  # no writable cache location next to this file or in the user's cache
         return numba.njit(nogil=True, fastmath=_FASTMATH)(function)
+
+
+def crf_decode_cpu(emissions, mask, start, transitions, end):
+    """
+    Viterbi tags and CRF marginals for inference on the CPU (tensors or arrays in).
+
+    Returns:
+        `(tags, marginals)` as NumPy arrays: (batch, seq_len) int64 with -100 off the mask, and (batch, seq_len,
+        num_labels) float64, each real position summing to 1, 0 off the mask.
+    """
+    tags, _ = viterbi_cpu(emissions, mask, start, transitions, end)
+    return tags, marginals_cpu(emissions, mask, start, transitions, end)
+
+
+def viterbi_cpu(emissions, mask, start, transitions, end):
+    """Best path per row: `(tags (batch, seq_len) int64, -100 off the mask; scores (batch,) float32, 0 for a row
+    without a real position)`."""
+    emissions, mask, start, transitions, end = _arrays(emissions, mask, start, transitions, end, np.float32)
+    allowed = transitions > FORBIDDEN_SCORE / 2  # [to, from]
+    sources, _ = _padded_neighbours(torch.from_numpy(allowed), torch.from_numpy(transitions))
+    counts = allowed.sum(axis=1)
+    dense = transitions[counts == allowed.shape[1]]  # labels every label may precede ("O", "B-X")
+    spread = float((dense.max(axis=1) - dense.min(axis=1)).max()) if len(dense) else 0.0
+    batch, seq_len, _ = emissions.shape
+    tags = np.empty((batch, seq_len), dtype=np.int64)
+    scores = np.empty(batch, dtype=np.float32)
+    _viterbi_rows(emissions, mask, start, transitions, end, np.ascontiguousarray(sources.numpy()), counts,
+                  np.float32(spread), tags, scores)
+    return tags, scores
+
+
+def marginals_cpu(emissions, mask, start, transitions, end):
+    """p(y_t = label | x) per real position, (batch, seq_len, num_labels) float64, 0 off the mask."""
+    emissions, mask, start, transitions, end = _arrays(emissions, mask, start, transitions, end, np.float64)
+    # exp of the start, transition (as [from, to]) and end scores, each shifted by its max: constant shifts cancel
+    # in the normalisation, and forbidden moves become exactly 0.
+    factors = np.ascontiguousarray(np.exp(transitions - transitions.max()).T)
+    out = np.empty(emissions.shape, dtype=np.float64)
+    if _marginal_rows(emissions, mask, np.exp(start - start.max()), factors, np.exp(end - end.max()), out):
+        return out
+    emissions, start, transitions, end = (torch.from_numpy(x).float() for x in (emissions, start, transitions, end))
+    return crf_marginals(emissions, torch.from_numpy(mask), start, transitions, end).double().numpy()
+
+
+def _arrays(emissions, mask, start, transitions, end, dtype):
+    def as_array(value, dtype):
+        value = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+        return np.ascontiguousarray(value, dtype=dtype)
+
+    emissions, mask = as_array(emissions, dtype), as_array(mask, bool)
+    if emissions.ndim != 3 or mask.shape != emissions.shape[:2]:
+        raise ValueError(
+            f"emissions must be (batch, seq_len, num_labels) and mask (batch, seq_len), got {emissions.shape} and "
+            f"{mask.shape}"
+        )
+    return emissions, mask, as_array(start, dtype), as_array(transitions, dtype), as_array(end, dtype)
 
 
 @_compile
@@ -140,7 +195,7 @@ def _marginal_rows(emissions, mask, start_factors, factors, end_factors, margina
                 alphas[k, j] = value
                 total += value
             if not total > 0.0:
-                return False  # every term underflowed: the caller redoes the batch with shifted steps
+                return False  # every term underflowed: the caller redoes the batch in log space
             for j in range(num_labels):
                 alphas[k, j] /= total
             scales[k] = total
@@ -162,26 +217,3 @@ def _marginal_rows(emissions, mask, start_factors, factors, end_factors, margina
             for j in range(num_labels):
                 marginals[b, positions[k], j] = min(alphas[k, j] * beta[j], 1.0)
     return True
-
-
-def viterbi(emissions, mask, start, transitions, end, sources, source_counts, spread):
-    """Best path per row: `(tags (batch, seq_len) int64 with -100 off the mask, scores (batch,) float32)`. Inputs are
-    the float32 / bool arrays of `crf_piiner.viterbi_decode_numpy`, `sources[to, :source_counts[to]]` the labels
-    `to` may follow, and `spread` the largest spread of transition scores into a label every label may precede (see
-    `crf_piiner._viterbi_compiled`, which prepares them)."""
-    batch, seq_len, _ = emissions.shape
-    tags = np.empty((batch, seq_len), dtype=np.int64)
-    scores = np.empty(batch, dtype=np.float32)
-    _viterbi_rows(np.ascontiguousarray(emissions), np.ascontiguousarray(mask), start, np.ascontiguousarray(transitions),
-                  end, np.ascontiguousarray(sources), source_counts, np.float32(spread), tags, scores)
-    return tags, scores
-
-
-def marginals(emissions, mask, start_factors, factors, end_factors):
-    """p(y_t = label | x) per real position (float64, 0 off the mask) from the probability-space factors of
-    `crf_piiner._probability_factors` (`factors[from, to]`, forbidden moves exactly 0), or None when a step
-    underflows (the caller then uses the shifted NumPy pass)."""
-    out = np.empty(emissions.shape, dtype=np.float64)
-    ok = _marginal_rows(np.ascontiguousarray(emissions), np.ascontiguousarray(mask), start_factors,
-                        np.ascontiguousarray(factors), end_factors, out)
-    return out if ok else None

@@ -18,11 +18,11 @@ from transformers.modeling_outputs import BaseModelOutput
 from transformers.utils import ModelOutput
 
 from .configuration_piiner import PiiNerConfig
+from .crf_numba import crf_decode_cpu
 from .crf_piiner import (
     PiiNerCRF,
     bio_constraints,
     begin_of,
-    crf_decode_cpu,
     crf_log_partition,
     crf_marginals,
     crf_partial_nll,
@@ -55,12 +55,11 @@ class PiiNerTokenClassifierOutput(ModelOutput):
         loss (`torch.FloatTensor` of shape `()`, returned when `labels` is given):
             CRF negative log-likelihood, weighted and averaged over the sequences that have CRF positions.
         logits (`torch.FloatTensor` of shape `(batch_size, sequence_length, num_labels)`):
-            In training mode the emission scores. In eval mode, at CRF positions, the log of the CRF marginals with
-            every label other than the Viterbi one capped just below it, so a per-token argmax gives the Viterbi
-            path (a valid BIO sequence); elsewhere the log-softmax of the emissions.
-        decoded_tags (`torch.LongTensor` of shape `(batch_size, sequence_length)`, eval mode only):
+            The CRF's emission scores, in training and eval alike. Their per-token argmax is not the model's
+            answer: the CRF's is `decoded_tags`.
+        decoded_tags (`torch.LongTensor` of shape `(batch_size, sequence_length)`, returned with `decode=True`):
             The Viterbi path; -100 at positions outside the CRF (special tokens, padding).
-        tag_scores (`torch.FloatTensor` of shape `(batch_size, sequence_length)`, eval mode only):
+        tag_scores (`torch.FloatTensor` of shape `(batch_size, sequence_length)`, returned with `decode=True`):
             CRF marginal probability of the decoded tag, a confidence in [0, 1]; 0 outside the CRF.
         hidden_states, attentions: the encoder's, when asked for.
     """
@@ -106,12 +105,6 @@ class PiiNerCharCNN(nn.Module):
         Returns:
             `torch.Tensor` of shape `(num_words, output_dim)`.
         """
-        features, inverse = self.distinct_word_features(word_chars)
-        return self.dropout(features[inverse])
-
-    def distinct_word_features(self, word_chars: torch.LongTensor) -> tuple[torch.Tensor, torch.LongTensor]:
-        """Features of each distinct row of `word_chars` (no dropout) and, for every row, the index of its
-        distinct row: `features[inverse]` is the per-row result."""
         words, inverse = distinct_rows(word_chars)
         lengths = (words != 0).sum(-1)
         short = lengths <= self.short_word_chars
@@ -121,7 +114,7 @@ class PiiNerCharCNN(nn.Module):
             features = words.new_zeros(words.shape[0], self.output_dim, dtype=self.embedding.weight.dtype)
             features[short] = self._encode(words[short], lengths[short])
             features[~short] = self._encode(words[~short], lengths[~short])
-        return features, inverse
+        return self.dropout(features[inverse])
 
     def _encode(self, words: torch.LongTensor, lengths: torch.LongTensor) -> torch.Tensor:
         # Trim to the longest word here, but never below the widest kernel.
@@ -185,19 +178,6 @@ class PiiNerGatedFusion(nn.Module):
             return hidden + projected
         gate = torch.sigmoid(self.gate(torch.cat([projected, hidden], dim=-1)))
         return gate * projected + (1 - gate) * hidden
-
-    def forward_shared(self, word_features: torch.Tensor, inverse: torch.LongTensor, hidden: torch.Tensor):
-        """
-        `forward(word_features[inverse], hidden)` without dropout (inference), with the char side computed once per
-        distinct word: the projection and its half of the gate, `W_g [c'; h] = W_gc c' + W_gh h`.
-        """
-        projected = torch.relu(self.char_projection(word_features))
-        if self.gate is None:
-            return hidden + projected[inverse]
-        char_gate = nn.functional.linear(projected, self.gate.weight[:, : projected.shape[-1]])
-        hidden_gate = nn.functional.linear(hidden, self.gate.weight[:, projected.shape[-1] :], self.gate.bias)
-        gate = torch.sigmoid(char_gate[inverse] + hidden_gate)
-        return torch.lerp(hidden, projected[inverse], gate)
 
 
 class IncompleteCheckpointError(LookupError):
@@ -362,14 +342,8 @@ class PiiNerModel(PiiNerPreTrainedModel):
             has_chars = (char_ids != 0).any(-1) & attention_mask.bool()
             if has_chars.any():
                 hidden = hidden.clone()
-                if self.training:
-                    char_features = self.char_cnn(char_ids[has_chars])
-                    hidden[has_chars] = self.fusion(char_features.to(hidden.dtype), hidden[has_chars])
-                else:  # no dropout: the char side once per distinct word of the batch
-                    word_features, inverse = self.char_cnn.distinct_word_features(char_ids[has_chars])
-                    hidden[has_chars] = self.fusion.forward_shared(
-                        word_features.to(hidden.dtype), inverse, hidden[has_chars]
-                    )
+                char_features = self.char_cnn(char_ids[has_chars])
+                hidden[has_chars] = self.fusion(char_features.to(hidden.dtype), hidden[has_chars])
         output = BaseModelOutput(
             last_hidden_state=hidden, hidden_states=encoded.hidden_states, attentions=encoded.attentions
         )
@@ -440,6 +414,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         label_weights: torch.Tensor | None = None,
         unannotated_labels: torch.Tensor | None = None,
         special_tokens_mask: torch.Tensor | None = None,
+        decode: bool = False,
         output_hidden_states: bool | None = None,
         output_attentions: bool | None = None,
         return_dict: bool | None = None,
@@ -462,6 +437,8 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
                 and the loss sums over every path through those labels (`crf_partial_nll`) instead of calling them
                 negatives. Rows with no True entry are scored as fully labelled.
             special_tokens_mask (`torch.Tensor`, *optional*): marks special tokens when `char_ids` is not given.
+            decode (`bool`, defaults to `False`): also run the CRF's Viterbi decode and marginals and return
+                `decoded_tags` and `tag_scores` (the pipeline and evaluation ask for them; training does not).
 
         Returns:
             [`PiiNerTokenClassifierOutput`]: the loss is the mean over sequences with at least one CRF position.
@@ -490,10 +467,9 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             if labels is not None:
                 loss = self._loss(emissions, labels, mask, label_weights, unannotated_labels, start, transitions, end)
             decoded_tags = tag_scores = None
-            if not self.training:
+            if decode:
                 decoded_tags, marginals = self._decode(emissions, mask, start, transitions, end)
                 tag_scores = marginals.gather(-1, decoded_tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
-                logits = self._viterbi_consistent_logits(emissions, marginals, decoded_tags, mask)
         output = PiiNerTokenClassifierOutput(
             loss=loss,
             logits=logits,
@@ -569,10 +545,9 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
 
     @staticmethod
     def _decode(emissions, mask, start, transitions, end) -> tuple[torch.Tensor, torch.Tensor]:
-        """Viterbi tags and CRF marginals. On the CPU with nothing asking for gradients (inference) the NumPy
-        versions run (`crf_decode_cpu`, compiled by numba when it is installed): the same results (tested against
-        the torch ones and brute force) at a fraction of the cost of a loop of tiny torch ops. Otherwise, or while
-        tracing/compiling, the torch reference."""
+        """Viterbi tags and CRF marginals: on the CPU with nothing asking for gradients (inference), the compiled
+        loops of `crf_numba` (the torch loop's per-op cost dominates there, see benchmarks/bench_crf_decode.py);
+        otherwise, or while tracing/compiling, the torch versions. Both are checked against brute force."""
         needs_torch = (
             emissions.device.type != "cpu"
             or (torch.is_grad_enabled() and (emissions.requires_grad or transitions.requires_grad))
@@ -584,16 +559,6 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             return decoded_tags, crf_marginals(emissions, mask, start, transitions, end)
         decoded_tags, marginals = crf_decode_cpu(emissions, mask, start, transitions, end)
         return torch.from_numpy(decoded_tags), torch.from_numpy(marginals).to(torch.float32)
-
-    @staticmethod
-    def _viterbi_consistent_logits(emissions, marginals, decoded_tags, mask, margin: float = 1e-4) -> torch.Tensor:
-        """Log-marginals at CRF positions with every non-Viterbi label capped just below the Viterbi one, so the
-        per-token argmax is the Viterbi path (usually nothing moves: the two agree); log-softmax emissions elsewhere."""
-        log_marginals = marginals.clamp(min=1e-30).log()
-        decoded = decoded_tags.clamp(min=0).unsqueeze(-1)
-        best = log_marginals.gather(-1, decoded)
-        capped = torch.minimum(log_marginals, best - margin).scatter(-1, decoded, best)
-        return torch.where(mask.unsqueeze(-1), capped, emissions)
 
 
 PiiNerConfig.register_for_auto_class()

@@ -58,8 +58,7 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        # The CRF decodes (decoded_tags, tag_scores) only in eval mode.
-        self.model.eval()
+        self.model.eval()  # no dropout
 
     def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None):
         preprocess_params, postprocess_params = {}, {}
@@ -119,12 +118,17 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         # Back to the widest word of this batch (encode_texts already made it at least the widest kernel).
         width = int(model_inputs.pop("char_width").max())
         model_inputs["char_ids"] = model_inputs["char_ids"][:, :, :width]
-        output = self.model(**model_inputs)
+        if self.model.training:
+            raise ValueError(
+                f"{type(self.model).__name__} is in training mode, where dropout makes its answers noise: put it in "
+                "eval mode (model.eval()) before running the pipeline"
+            )
+        output = self.model(**model_inputs, decode=True)
         tags, scores = output.get("decoded_tags"), output.get("tag_scores")
         if tags is None or scores is None:
             raise ValueError(
                 f"{type(self.model).__name__} returned no decoded_tags/tag_scores: the pipeline needs a piiner "
-                "model (PiiNerForTokenClassification) in eval mode"
+                "model (PiiNerForTokenClassification)"
             )
         return {"decoded_tags": tags, "tag_scores": scores.float(), "offset_mapping": offsets, "text": text,
                 "is_last": is_last}

@@ -41,22 +41,32 @@ def is_valid_bio(tags, id2label):
     return bool(start_allowed[real[0]]) and all(bool(allowed[b, a]) for a, b in zip(real, real[1:]))
 
 
-def test_eval_outputs_decode_a_valid_path_that_the_logits_agree_with(tiny_encoder_config):
+def test_decode_returns_a_valid_path_and_leaves_the_logits_as_they_are(tiny_encoder_config):
+    """Decoding is asked for (`decode=True`), not implied by eval mode; the logits are the emission scores with or
+    without it, in train and eval mode alike (dropout off)."""
     model = make_model(tiny_encoder_config).eval()
     inputs, _ = make_batch()
     with torch.no_grad():
-        out = model(**inputs)
+        out = model(**inputs, decode=True)
+        plain = model(**inputs)
+        model.train()
+        for module in model.modules():  # training mode, dropout off: the same function
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        trained = model(**inputs)
     crf_mask = (inputs["char_ids"] != 0).any(-1)
     assert out.logits.shape == (3, 9, 83) and out.decoded_tags.shape == (3, 9) and out.loss is None
+    assert plain.decoded_tags is None and plain.tag_scores is None and trained.decoded_tags is None
+    assert torch.equal(out.logits, plain.logits)
+    torch.testing.assert_close(trained.logits, plain.logits)
     assert (out.decoded_tags[~crf_mask] == -100).all() and (out.decoded_tags[crf_mask] >= 0).all()
-    assert torch.equal(out.logits.argmax(-1)[crf_mask], out.decoded_tags[crf_mask])
     assert ((out.tag_scores > 0) & (out.tag_scores <= 1))[crf_mask].all() and (out.tag_scores[~crf_mask] == 0).all()
     for row in out.decoded_tags.tolist():
         assert is_valid_bio(row, model.config.id2label)
 
 
 def test_inference_decode_equals_the_torch_reference(tiny_encoder_config, monkeypatch):
-    """Under no_grad on the CPU the CRF decodes with `crf_decode_cpu` (numba or NumPy); with gradients on, with
+    """Under no_grad on the CPU the CRF decodes with `crf_decode_cpu` (compiled loops); with gradients on, with
     the torch functions. Same tags, same confidences."""
     import piiner.modeling_piiner as modeling
 
@@ -69,9 +79,9 @@ def test_inference_decode_equals_the_torch_reference(tiny_encoder_config, monkey
             parameter.normal_(0.0, 2.0)
     inputs, _ = make_batch(seed=4)
     with torch.no_grad():
-        fast = model(**inputs)
+        fast = model(**inputs, decode=True)
     assert len(calls) == 1
-    reference = model(**inputs)  # parameters require grad: the torch path
+    reference = model(**inputs, decode=True)  # parameters require grad: the torch path
     assert reference.logits.requires_grad and len(calls) == 1
     assert torch.equal(fast.decoded_tags, reference.decoded_tags)
     torch.testing.assert_close(fast.tag_scores, reference.tag_scores.detach(), atol=1e-5, rtol=1e-4)
@@ -140,7 +150,7 @@ def test_padding_chars_and_tokens_never_changes_real_token_outputs(tiny_encoder_
         "char_ids": torch.nn.functional.pad(inputs["char_ids"], (0, 20, 0, 5)),
     }
     with torch.no_grad():
-        out, out_padded = model(**inputs), model(**padded)
+        out, out_padded = model(**inputs, decode=True), model(**padded, decode=True)
     real = inputs["attention_mask"].bool()
     torch.testing.assert_close(out_padded.logits[:, :9][real], out.logits[real], atol=1e-5, rtol=1e-5)
     assert torch.equal(out_padded.decoded_tags[:, :9], out.decoded_tags)
@@ -207,7 +217,7 @@ def test_unknown_keyword_is_an_error_but_text_metadata_is_accepted():
 def test_return_dict_false_gives_tuples():
     model = make_model(tiny_bert_config()).eval()
     inputs, labels = make_batch()
-    loss, logits, decoded_tags, tag_scores = model(**inputs, labels=labels, return_dict=False)
+    loss, logits, decoded_tags, tag_scores = model(**inputs, labels=labels, decode=True, return_dict=False)
     assert loss.dim() == 0 and logits.shape == (3, 9, 83) and decoded_tags.shape == tag_scores.shape == (3, 9)
     (hidden,) = model.piiner(**inputs, return_dict=False)
     assert hidden.shape == (3, 9, 32)
@@ -301,21 +311,6 @@ def test_distinct_rows_groups_exactly_and_survives_hash_collisions(monkeypatch):
     assert torch.equal(distinct, rows) and inverse.tolist() == list(range(6))
 
 
-def test_shared_fusion_equals_the_per_token_fusion():
-    """At inference the fusion computes its char side once per distinct word; the values are those of forward()."""
-    config = PiiNerConfig(encoder_config=tiny_bert_config())
-    torch.manual_seed(0)
-    model = PiiNerModel(config).eval()
-    words = torch.randn(4, model.char_cnn.output_dim)
-    inverse = torch.tensor([0, 0, 3, 1, 2, 3, 0])
-    hidden = torch.randn(7, config.encoder_config.hidden_size)
-    with torch.no_grad():
-        torch.testing.assert_close(
-            model.fusion.forward_shared(words, inverse, hidden), model.fusion(words[inverse], hidden), atol=1e-6,
-            rtol=1e-5,
-        )
-
-
 def test_config_leaves_the_attention_of_a_given_encoder_config_alone():
     # An encoder already built on this config object keeps its attention (transformers would set the piiner config's
     # None on it, and the encoder would fall back to eager attention).
@@ -352,7 +347,7 @@ def test_ablation_variants_train_and_decode(fusion, use_crf):
     assert any(n.startswith("crf.") for n in trained) == use_crf
     model.eval()
     with torch.no_grad():
-        decoded = model(input_ids, char_ids=char_ids)
+        decoded = model(input_ids, char_ids=char_ids, decode=True)
     if not use_crf:
         emissions = torch.log_softmax(model.classifier(model.piiner(input_ids, char_ids=char_ids).last_hidden_state), -1)
         assert torch.equal(decoded.decoded_tags[:, 1:], emissions.argmax(-1)[:, 1:])  # each token on its own

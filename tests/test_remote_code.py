@@ -52,7 +52,7 @@ report["tagger_class"] = type(model).__name__
 report["tagger_loading"] = loading_report(info)
 report["tagger_unequal"] = unequal(model.state_dict(), saved)
 with torch.no_grad():
-    out = model(**inputs)
+    out = model(**inputs, decode=True)
 report["tagger_outputs_equal"] = {
     k: torch.equal(getattr(out, k), expected[k]) for k in ("logits", "decoded_tags", "tag_scores")
 }
@@ -122,7 +122,7 @@ def test_snapshot_loads_as_remote_code_in_a_fresh_process(tmp_path, encoder_conf
     build_tiny_tokenizer().save_pretrained(snapshot)
     inputs = fixed_inputs()
     with torch.no_grad():
-        out = model(**inputs)
+        out = model(**inputs, decode=True)
         fused = model.piiner(**inputs).last_hidden_state
     expected = {"inputs": inputs, "logits": out.logits, "decoded_tags": out.decoded_tags,
                 "tag_scores": out.tag_scores, "fused": fused}

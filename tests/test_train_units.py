@@ -277,7 +277,7 @@ def test_partial_rows_are_scored_by_the_marginal_likelihood_full_rows_as_before(
     with torch.no_grad():
         loss = model(input_ids, char_ids=char_ids, labels=labels, label_weights=weights,
                      unannotated_labels=unannotated).loss
-        out = model(input_ids, char_ids=char_ids)
+        out = model(input_ids, char_ids=char_ids, decode=True)
         emissions = torch.log_softmax(model.classifier(model.piiner(input_ids, char_ids=char_ids).last_hidden_state),
                                       -1)
         start, transitions, end = model.crf.constrained_transitions()

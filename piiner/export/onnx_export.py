@@ -4,7 +4,7 @@ The graph takes `input_ids`, `attention_mask`, `word_chars` (the batch's distinc
 token's word, -1 for none; `graph_inputs` makes both from the model's `char_ids`), with dynamic batch, sequence,
 word-count and word-length axes, and returns `emissions` (log-softmax emission scores), `crf_mask` (the CRF
 positions) and the constrained CRF scores `crf_start`, `crf_transitions` (`[to, from]`), `crf_end`. The runtime
-(`export.onnx_runtime`) decodes them with `crf_piiner.crf_decode_cpu`, the very function the PyTorch model runs at
+(`export.onnx_runtime`) decodes them with `crf_numba.crf_decode_cpu`, the very function the PyTorch model runs at
 inference on the CPU (a decode inside the graph as `Scan` loops cost more than the int8 encoder: onnxruntime runs a
 `Scan` body node by node).
 
@@ -12,7 +12,7 @@ inference on the CPU (a decode inside the graph as `Scan` loops cost more than t
 characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
 in Python over the sequence. `PiiNerExportWrapper` computes the same function with the same weights in a static
 shape: the char CNN over every distinct word at the padded width (tokens without characters are discarded by a
-`where`), the fusion's char side once per word as the model does at inference. Everything the export needs
+`where`). Everything the export needs
 from the model is read from its modules, so a retrained or resized model exports without change here.
 """
 
@@ -87,8 +87,8 @@ class PiiNerExportWrapper(nn.Module):
         hidden = piiner.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
         batch, seq_len = word_index.shape
         word_features = dense_char_features(piiner.char_cnn, word_chars).to(hidden.dtype)
-        fused = piiner.fusion.forward_shared(
-            word_features, word_index.clamp(min=0).reshape(-1), hidden.reshape(batch * seq_len, -1)
+        fused = piiner.fusion(
+            word_features[word_index.clamp(min=0).reshape(-1)], hidden.reshape(batch * seq_len, -1)
         ).reshape(hidden.shape)
         # The CRF positions of `crf_positions`: inside the attention mask and with characters.
         mask = (word_index >= 0) & attention_mask.bool()

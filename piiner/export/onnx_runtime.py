@@ -1,10 +1,9 @@
 """Run an exported piiner graph with onnxruntime: text in, the same entities as the PyTorch pipeline out.
 
 The text side is shared with the pipeline, not re-implemented: `encoding_piiner.encode_texts` makes the windows
-and char ids; the graph gives emissions and CRF scores, decoded by `crf_piiner`'s NumPy Viterbi and marginals (the
-functions the PyTorch model itself runs at inference on the CPU), or, for a graph exported with the decode inside,
-Viterbi tags and marginals directly; `merge_windows` and `decode_entities` turn them into entities. Only the
-encoder call differs, so the two paths disagree only where float rounding flips a tag.
+and char ids; the graph gives emissions and CRF scores, decoded by `crf_numba.crf_decode_cpu` (the function the
+PyTorch model itself runs at inference on the CPU); `merge_windows` and `decode_entities` turn them into entities.
+Only the encoder call differs, so the two paths disagree only where float rounding flips a tag.
 
 Usage:
 
@@ -33,7 +32,7 @@ from piiner.export.onnx_export import (
     graph_inputs,
 )
 from piiner.configuration_piiner import PiiNerConfig
-from piiner.crf_piiner import crf_decode_cpu
+from piiner.crf_numba import crf_decode_cpu
 from piiner.encoding_piiner import encode_texts, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual

@@ -15,11 +15,11 @@ from piiner.decoding_piiner import decode_entities, merge_windows
 def keep_tags_and_scores(outputs, labels):
     """``preprocess_logits_for_metrics``: keep only the decoded tags and their confidences of each window.
 
-    The model's eval outputs (after the loss) are (logits, decoded_tags, tag_scores); keeping the (B, T, 83) logits
-    across the whole eval set would cost memory for nothing.
+    `PiiNerTrainer.prediction_step` asks the model to decode, so its outputs (after the loss) are (logits,
+    decoded_tags, tag_scores); keeping the (B, T, 83) logits across the whole eval set would cost memory for nothing.
     """
     if isinstance(outputs, torch.Tensor) or len(outputs) < 2:
-        raise ValueError("the model returned no decoded_tags/tag_scores in eval mode; is it a piiner model?")
+        raise ValueError("the model returned no decoded_tags/tag_scores; is it a piiner model run by PiiNerTrainer?")
     decoded_tags, tag_scores = outputs[-2], outputs[-1]
     if decoded_tags.is_floating_point() or not tag_scores.is_floating_point():
         raise ValueError("expected (…, decoded_tags, tag_scores) as the last two eval outputs of the model")

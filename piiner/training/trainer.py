@@ -1,7 +1,7 @@
 """The piiner Trainer: tier-weighted CRF loss, one AdamW group per model component, a NaN/inf guard.
 
-Only documented hooks are overridden (``compute_loss``, ``create_optimizer``, ``training_step``), each calling
-``super()`` for the work the stock Trainer does.
+Only documented hooks are overridden (``compute_loss``, ``prediction_step``, ``create_optimizer``,
+``training_step``), each calling ``super()`` for the work the stock Trainer does.
 """
 
 import torch
@@ -65,6 +65,7 @@ def component_parameters(model):
 class PiiNerTrainer(Trainer):
     """A [`Trainer`] for [`PiiNerForTokenClassification`] driven by [`PiiTrainingArguments`].
 
+    - `prediction_step` asks the model to decode, so evaluation sees the CRF's tags and confidences.
     - `compute_loss` passes per-token `label_weights` (tier weight of the gold type, times the class weight of the
       gold label when `class_weights` is given) to the model, whose loss is the weighted CRF NLL averaged over
       sequences. The tier weights follow `args.tier_weight_schedule` when one is set.
@@ -113,6 +114,12 @@ class PiiNerTrainer(Trainer):
         if labels is not None and "label_weights" not in inputs:
             inputs = {**inputs, "label_weights": token_weights(labels, self.label_weight_table())}
         return super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        """Evaluation asks the model for its CRF decode (`decode=True`): the tags and confidences the metrics read."""
+        if not prediction_loss_only:
+            inputs = {**inputs, "decode": True}
+        return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
 
     def create_optimizer(self, model=None):
         if self.optimizer is not None:
