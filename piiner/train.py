@@ -25,7 +25,7 @@ from piiner.training.callbacks import HubFilesCallback, NonFiniteGuard
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts
 from piiner.training.collator import PiiNerCollator
 from piiner.training.features import RecordCheck, build_features, oversample
-from piiner.evaluation.model_card import KNOWN_SOURCES, write_model_card
+from piiner.evaluation.model_card import training_card_inputs, write_model_card
 from piiner.training.args import EMBEDDED_MINILM
 from piiner.training.hub import ensure_code_files, format_upload_plan, upload_plan
 from piiner.training.span_eval import SpanEvaluator, keep_tags_and_scores
@@ -224,32 +224,8 @@ def finish_output_folder(trainer, model_args, data_args, reports, train_records,
         with open(os.path.join(args.output_dir, f"evaluation_{split}.json"), "w") as f:
             json.dump(report, f, indent=2)
         named_reports[f"{os.path.basename(os.path.normpath(data_args.dataset))} {split} split"] = report
-    summary = {
-        "training records": f"{len(train_records):,}" + (
-            f" ({n_oversampled:,} with tier {data_args.oversample_tiers} spans oversampled x{data_args.oversample_factor})"
-            if n_oversampled else ""
-        ),
-        "optimizer steps": f"{trainer.state.global_step} (epochs: {trainer.state.epoch or 0:.2f})",
-        "window": f"{data_args.max_length} tokens, stride {data_args.stride}",
-        "learning rates": f"backbone {args.backbone_learning_rate}, char CNN + fusion {args.char_learning_rate}, "
-        f"emissions + CRF {args.head_learning_rate}",
-        "backbone AdamW eps": trainer.backbone_epsilon(trainer.model),
-        "tier loss weights": args.tier_weight_schedule or args.tier_weights,
-        "class weighting": args.class_weighting,
-        "processes x batch per device": f"{args.world_size} x {args.per_device_train_batch_size}",
-        "seed": args.seed,
-        "command": f"`{command}`",
-    }
-    if args.metric_for_best_model:
-        summary["best checkpoint"] = (
-            f"{trainer.state.best_model_checkpoint} ({args.metric_for_best_model} = {trainer.state.best_metric})"
-        )
-    sources = sorted(set(train_records["source"])) if "source" in train_records.column_names else []
-    data_sources = [s if s in KNOWN_SOURCES else {"name": s, "license": "not recorded"} for s in sources]
-    trainer.model_card_text = write_model_card(
-        args.output_dir, trainer.model.config, named_reports, data_sources=data_sources,
-        base_model=hub_base_model(model_args), repo_id=args.hub_model_id, training_summary=summary,
-    )
+    write_model_card(args.output_dir, trainer.model.config, **training_card_inputs(
+        trainer, data_args, train_records, n_oversampled, named_reports, command, hub_base_model(model_args)))
     if args.push_dry_run:
         repo_id = args.hub_model_id or os.path.basename(os.path.abspath(args.output_dir))
         print(format_upload_plan(upload_plan(args.output_dir), repo_id), flush=True)

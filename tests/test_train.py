@@ -167,7 +167,7 @@ def test_best_checkpoint_is_tracked_by_the_chosen_metric(full_run):
 
 
 def test_output_folder_is_a_complete_hub_repo(full_run):
-    _, _, out = full_run
+    trainer, _, out = full_run
     files = set(os.listdir(out))
     code = {"configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "encoding_piiner.py", "decoding_piiner.py",
             "pipeline_piiner.py", "pii_schema.py"}
@@ -181,6 +181,8 @@ def test_output_folder_is_a_complete_hub_repo(full_run):
     card = open(os.path.join(out, "README.md")).read()
     assert card == open(os.path.join(out, "model_card.md")).read()
     assert "trust_remote_code=True" in card and "data test split" in card and "piiner_metrics.png" in files
+    trainer.create_model_card(model_name="x")  # what push_to_hub writes before uploading: the same card
+    assert open(os.path.join(out, "README.md")).read() == card
     report = json.load(open(os.path.join(out, "evaluation_test.json")))
     assert set(report) >= {"overall", "per_type", "per_tier"}
 

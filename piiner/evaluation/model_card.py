@@ -1,10 +1,14 @@
-"""The model card: Hub metadata (model-index) in the front matter, then labels, use, data, metrics and a plot.
+"""The model card, built here and only here: Hub metadata (model-index) in the front matter, then labels, use,
+data, metrics and a plot.
 
-``write_model_card(output_dir, config, reports, ...)`` writes ``README.md`` (the card the Hub shows),
-``model_card.md`` (the same text), ``piiner_metrics.png`` and ``model_card_inputs.json`` beside them; evaluations
-run later are added with ``python -m evaluation.model_card MODEL_DIR --report "NAME=report.json"``. ``reports`` maps an evaluation set's
-display name to an ``piiner-evaluate`` JSON report; reports made by a baseline (``meta.baseline`` set) appear
-in the comparison table and the plot, never in the model-index, which describes this model only.
+A card is rendered from one summary, its inputs: evaluation reports, data sources, base model, repo id and the
+training run's facts (`training_card_inputs` gathers them at the end of `piiner-train`). ``write_model_card`` writes
+``README.md`` (the card the Hub shows), ``model_card.md`` (the same text), ``piiner_metrics.png`` and the inputs as
+``model_card_inputs.json``; evaluations run later are added to them and the card re-rendered with
+``python -m piiner.evaluation.model_card MODEL_DIR --report "NAME=report.json"`` (`add_reports`), and
+`PiiNerTrainer.create_model_card` re-renders the same card for `push_to_hub`. ``reports`` maps an evaluation set's
+display name to a ``piiner-evaluate`` JSON report; reports made by a baseline (``meta.baseline`` set) appear in the
+comparison table and the plot, never in the model-index, which describes this model only.
 """
 
 import json
@@ -135,11 +139,16 @@ def _architecture(cfg, base_model):
     )
 
 
+def _schema_order(pii_type):
+    return (PII_TYPES.index(pii_type), "") if pii_type in PII_TYPES else (len(PII_TYPES), pii_type)
+
+
 def _labels_section(cfg):
     type_to_tier = cfg.get("type_to_tier") or {}
     lines = ["| tier | recall target | types |", "|---|---|---|"]
     for tier in sorted(TIER_TYPES):
-        types = [t for t in type_to_tier if type_to_tier[t] == tier] or list(TIER_TYPES[tier])
+        # In schema order: a saved config's keys come back sorted.
+        types = sorted((t for t in type_to_tier if type_to_tier[t] == tier), key=_schema_order) or list(TIER_TYPES[tier])
         lines.append(f"| {tier} | {TIER_RECALL_TARGETS[tier]:.2f} | {', '.join(types)} |")
     return "\n".join(lines)
 
@@ -322,34 +331,75 @@ def validate_card(content):
 
 def write_model_card(output_dir, config, reports, commands=None, data_sources=(), base_model=None, repo_id=None,
                      revision=None, training_summary=None, validate_online=False):
-    """Write README.md and model_card.md (same card) and the metrics plot into ``output_dir``; returns the card.
+    """Write README.md and model_card.md (same card), the metrics plot and the card's inputs into ``output_dir``;
+    returns the card. The card is rendered from the inputs as stored (JSON), so re-rendering them later
+    (`add_reports`) gives the same card.
 
     ``validate_online=True`` also runs the Hub's own validation (``ModelCard.validate()``, needs the network).
     """
     os.makedirs(output_dir, exist_ok=True)
-    plot_file = PLOT_FILE if reports else None
+    inputs = {"reports": reports, "commands": commands, "data_sources": list(data_sources), "base_model": base_model,
+              "repo_id": repo_id, "revision": revision, "training_summary": training_summary}
+    text = json.dumps(inputs, indent=2, default=str)
+    inputs = json.loads(text)
+    plot_file = PLOT_FILE if inputs["reports"] else None
     if plot_file:
-        plot_metrics(reports, os.path.join(output_dir, plot_file))
-    content = render_model_card(config, reports, commands, data_sources, base_model, repo_id, revision, plot_file,
-                                training_summary)
+        plot_metrics(inputs["reports"], os.path.join(output_dir, plot_file))
+    content = render_model_card(config, plot_file=plot_file, **inputs)
     card = validate_card(content)
     if validate_online:
         card.validate()
     for filename in ("README.md", "model_card.md"):
         with open(os.path.join(output_dir, filename), "w", encoding="utf-8") as f:
             f.write(content)
-    # Everything the card was made from, so evaluations run later can be added to it (add_reports).
-    inputs = {"reports": reports, "commands": commands, "data_sources": list(data_sources), "base_model": base_model,
-              "repo_id": repo_id, "revision": revision, "training_summary": training_summary}
     with open(os.path.join(output_dir, CARD_INPUTS_FILE), "w", encoding="utf-8") as f:
-        json.dump(inputs, f, indent=2, default=str)
+        f.write(text)
     return content
+
+
+def training_card_inputs(trainer, data_args, train_records, n_oversampled, reports, command, base_model):
+    """The card's inputs from a finished `piiner-train` run: its reports, the sources of its training records and a
+    summary of the run (records, steps, window, learning rates, loss weights, processes, seed, command)."""
+    args = trainer.args
+    summary = {
+        "training records": f"{len(train_records):,}" + (
+            f" ({n_oversampled:,} with tier {data_args.oversample_tiers} spans oversampled x{data_args.oversample_factor})"
+            if n_oversampled else ""
+        ),
+        "optimizer steps": f"{trainer.state.global_step} (epochs: {trainer.state.epoch or 0:.2f})",
+        "window": f"{data_args.max_length} tokens, stride {data_args.stride}",
+        "learning rates": f"backbone {args.backbone_learning_rate}, char CNN + fusion {args.char_learning_rate}, "
+        f"emissions + CRF {args.head_learning_rate}",
+        "backbone AdamW eps": trainer.backbone_epsilon(trainer.model),
+        "tier loss weights": args.tier_weight_schedule or args.tier_weights,
+        "class weighting": args.class_weighting,
+        "processes x batch per device": f"{args.world_size} x {args.per_device_train_batch_size}",
+        "seed": args.seed,
+        "command": f"`{command}`",
+    }
+    if args.metric_for_best_model:
+        summary["best checkpoint"] = (
+            f"{trainer.state.best_model_checkpoint} ({args.metric_for_best_model} = {trainer.state.best_metric})"
+        )
+    sources = sorted(set(train_records["source"])) if "source" in train_records.column_names else []
+    return {
+        "reports": reports,
+        "data_sources": [s if s in KNOWN_SOURCES else {"name": s, "license": "not recorded"} for s in sources],
+        "base_model": base_model,
+        "repo_id": args.hub_model_id,
+        "training_summary": summary,
+    }
+
+
+def has_card_inputs(model_dir):
+    return os.path.isfile(os.path.join(model_dir, CARD_INPUTS_FILE))
 
 
 def add_reports(model_dir, reports):
     """
-    Re-render the card in `model_dir` with more evaluation reports (name -> `piiner-evaluate` JSON path or
-    dict), keeping what the training run put in it; a report under an existing name replaces it. Returns the card.
+    Re-render the card in `model_dir` from its inputs with more evaluation reports (name -> `piiner-evaluate`
+    JSON path or dict; none: the same card again), keeping what the training run put in it; a report under an
+    existing name replaces it. Returns the card.
     """
     from piiner.configuration_piiner import PiiNerConfig
 
@@ -391,8 +441,8 @@ def main(argv=None):
     print(f"model card of {args.model_dir} now has: {', '.join(reports)}")
 
 
-__all__ = ["render_model_card", "write_model_card", "add_reports", "plot_metrics", "validate_card", "card_metadata",
-           "KNOWN_SOURCES"]
+__all__ = ["render_model_card", "write_model_card", "training_card_inputs", "add_reports", "has_card_inputs",
+           "plot_metrics", "validate_card", "card_metadata", "KNOWN_SOURCES"]
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""The output folder as a Hub model repo: code files, the card files, and what a push would upload.
+"""The output folder as a Hub model repo: its code files, and what a push would upload.
 
-The card itself is rendered by ``evaluation.model_card``."""
+The card is built by ``evaluation.model_card``."""
 
 import os
 import shutil
@@ -51,10 +51,3 @@ def format_upload_plan(plan, repo_id):
     width = max((len(p) for p, _ in plan), default=0)
     lines += [f"  {path:<{width}}  {size:>12,}" for path, size in plan]
     return "\n".join(lines)
-
-
-def write_card_files(folder, card):
-    """Write a rendered card as README.md (what the Hub shows) and model_card.md (the same text)."""
-    for name in ("README.md", "model_card.md"):
-        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
-            f.write(card)

@@ -8,7 +8,7 @@ import torch
 from transformers import PreTrainedModel, Trainer
 
 from .class_weights import label_weight_table, token_weights
-from .hub import write_card_files
+from piiner.evaluation.model_card import add_reports, has_card_inputs
 
 COMPONENTS = ("backbone", "char", "head")
 
@@ -87,15 +87,14 @@ class PiiNerTrainer(Trainer):
         super().__init__(*args, **kwargs)
         self.class_weights = class_weights
         self._weight_tables = {}
-        # Set by train.py after the final evaluation; push_to_hub then ships it instead of the generic card
-        # Trainer.create_model_card would write over README.md.
-        self.model_card_text = None
 
     def create_model_card(self, *args, **kwargs):
-        if self.model_card_text is None:
+        """`push_to_hub`'s card: the piiner card, re-rendered from the inputs train.py wrote, instead of the generic
+        one the stock Trainer would write over README.md; the stock card for a folder without them."""
+        if not has_card_inputs(self.args.output_dir):
             return super().create_model_card(*args, **kwargs)
         if self.is_world_process_zero():
-            write_card_files(self.args.output_dir, self.model_card_text)
+            add_reports(self.args.output_dir, {})
 
     def label_weight_table(self, epoch=None):
         """Loss weight by gold label id for the current (or given) epoch."""
