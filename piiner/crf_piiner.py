@@ -126,7 +126,7 @@ class _TransitionSums:
     The log-sum-exp over transitions that the forward and backward algorithms repeat at every position, exact and
     cheap for a constrained label set.
 
-    A dense logsumexp over (batch, to, from) costs ~10x more on CPU than a matrix product, but a product in
+    A dense logsumexp over (batch, to, from) costs far more on CPU than a matrix product, but a product in
     linear space is only safe when each sum contains its largest term: a `to` label whose few allowed
     predecessors all lie far below the best label (an "I-X" when the emissions say "I-X" but not "B-X") would
     underflow to log(0). So the labels are split by the constraint:
@@ -376,7 +376,7 @@ def viterbi_decode(
     sums = _TransitionSums(transitions)
     score = emissions.new_zeros(batch, num_labels)
     started = torch.zeros(batch, dtype=torch.bool, device=emissions.device)
-    # Only the max values are taken going forward (a max with indices over (batch, to, from) costs ~3x more);
+    # Only the max values are taken going forward (a max with indices over (batch, to, from) costs more);
     # the best predecessor is recomputed for the one chosen label per row while backtracking.
     previous_scores, follows = [], []
     for t in range(seq_len):

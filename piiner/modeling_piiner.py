@@ -138,7 +138,7 @@ def distinct_rows(rows: torch.LongTensor) -> tuple[torch.LongTensor, torch.LongT
     """
     The distinct rows of a 2-D integer tensor and the index of each row among them (`distinct[inverse]` equals
     `rows`), in the order of first appearance. Rows are grouped by a 64-bit hash (one sort of n numbers, where
-    `torch.unique(dim=0)` sorts whole rows, ~30x slower) and the grouping is checked exactly: on a hash collision
+    `torch.unique(dim=0)` sorts whole rows) and the grouping is checked exactly: on a hash collision
     every row is kept as it is, so the result is always exact.
     """
     count, width = rows.shape

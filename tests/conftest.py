@@ -17,7 +17,7 @@ from tokenizers.models import WordPiece  # noqa: E402
 from transformers import BertConfig, DebertaV2Config, PreTrainedTokenizerFast  # noqa: E402
 
 # The tiny models run hundreds of small ops; with two threads each op pays a thread hand-off that costs more than the
-# op itself (3x slower suite when the machine is busy), and results don't depend on it.
+# op itself (the suite slows down badly on a busy machine), and results do not depend on it.
 torch.set_num_threads(1)
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -188,9 +188,8 @@ for entity in tagger("Call John Smith at (555) 010-4477 or john.smith@example.co
 Each entity is a whole span with exact character offsets into the input (`text[start:end] == word`), its PII
 `type`, its sensitivity `tier` (1 = most sensitive) and a confidence `score`.
 
-torch and transformers are all the code needs. With `numba` installed as well, the CRF decode on the CPU runs as
-compiled loops (the same results, ~1 ms instead of ~10 ms for a 350-token text; the first call in a new
-environment spends a few seconds compiling)."""
+The code needs torch, transformers and numba (the CRF's compiled CPU decode; the first call in a new environment
+spends a few seconds compiling it)."""
 
 
 _INTENDED_USE = """**Intended use.** Finding PII in English text so that it can be redacted, masked or routed before the

@@ -34,8 +34,7 @@ EXPORT_INFO_FILE = "onnx_export.json"
 # quantised at run time), so `OnnxPiiNer` knows how to batch a graph without reading it a second time.
 ACTIVATION_QUANTIZATION_KEY = "piiner.activation_quantization"
 # Opset 20 has a Gelu operator: the encoder's GELU exports as one node instead of Div, Erf, Add and two Muls, which
-# onnxruntime does not fuse. Quickstart int8 graph, one 347-token text, 1 thread, opset 18 against 20 with calls
-# interleaved (`benchmarks/bench_onnx_session.py --graphs ...`): 51.3 -> 49.3 ms and 52.1 -> 50.2 ms in two runs.
+# onnxruntime does not fuse (`benchmarks/bench_onnx_session.py --graphs A,B` compares two exports).
 DEFAULT_OPSET = 20
 
 
@@ -46,11 +45,9 @@ def dense_char_features(char_cnn: nn.Module, char_ids: torch.LongTensor) -> torc
     only reads windows that start inside the word; it is padded by the widest kernel so any width is convolvable.
 
     The words are convolved end to end as one row, not as a batch of rows: onnxruntime's Conv runs a batch as one
-    small matrix product per row, which two threads made slower than one. Quickstart int8 graph, one ~1,200-char
-    text, batch of rows against one row (`benchmarks/bench_onnx_session.py --graphs BEFORE,AFTER --profile 10`):
-    2 threads, FusedConv 8.6 -> 1.5 ms and the call 27.9 -> 26.1 ms (44.1 -> 36.6 ms in a slow spell of the VM);
-    1 thread, 2.5 -> 2.4 ms. A window read by the max-pool starts at least `kernel - 1` characters before the end of
-    its word's padded row, so it never reaches the next word.
+    small matrix product per row, which threads make slower rather than faster (`benchmarks/bench_onnx_session.py
+    --profile` shows the Conv nodes). A window read by the max-pool starts at least `kernel - 1` characters before
+    the end of its word's padded row, so it never reaches the next word.
     """
     widest = max(char_cnn.kernel_sizes)
     char_ids = nn.functional.pad(char_ids, (0, widest))
@@ -177,7 +174,7 @@ def export_onnx(
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Eager attention: the SDPA path exports as softmax followed by an IsNaN/Where pass over every (heads, seq,
-    # seq) score tensor, which onnxruntime runs as two more full passes per layer (~15% of the int8 graph at batch 1).
+    # seq) score tensor, which onnxruntime runs as two more full passes per layer.
     attention = model.piiner.encoder.config._attn_implementation
     model.piiner.encoder.set_attn_implementation("eager")
     try:

@@ -38,10 +38,8 @@ from piiner.encoding_piiner import encode_texts, trim_char_ids
 # onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual
 from piiner.decoding_piiner import decode_entities, merge_windows
 
-# onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual
-# add and layer norm into one SkipLayerNormalization kernel, which is slower here than the plain Add +
-# LayerNormalization it replaces: batch 1 x 347 tokens, 1 thread, onnxruntime 1.31, int8 54.4 -> 47.4 ms and fp32
-# 103.6 -> 97.0 ms with it off (`benchmarks/bench_onnx_session.py --threads 1`; fp32 outputs agree to 2e-5).
+# onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
+# slower here than the Add + LayerNormalization it replaces (`benchmarks/bench_onnx_session.py` times both).
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 
 
@@ -62,8 +60,8 @@ def torch_single_threaded():
     """
     torch's intra-op threads set to 1 for the block, then restored. The text side (`encode_texts`, `graph_inputs`)
     runs a few small torch ops per call; with two or more threads each one wakes torch's OpenMP pool, whose threads
-    then spin on the cores onnxruntime's pool is about to use. Batch 1 x ~1,200 chars, 2 threads, int8 graph: 37.0
-    -> 30.6 ms per call. torch's setting is process-wide, so another thread using torch meanwhile also runs on one.
+    then spin on the cores onnxruntime's pool is about to use (`benchmarks/bench_onnx_session.py`). torch's setting
+    is process-wide, so another thread using torch meanwhile also runs on one.
     """
     threads = torch.get_num_threads()
     if threads == 1:

@@ -190,8 +190,8 @@ class PiiTrainingArguments(TrainingArguments):
             After training, print every file (and size) that `--push_to_hub` would upload, without any network.
         torch_num_threads (`int`, *optional*):
             CPU threads of each process's torch ops. On a small shared CPU box use 1: the CRF runs hundreds of tiny
-            ops per step, and two OpenMP threads contending with other processes made a MiniLM step ~15x slower
-            (16 s vs 1.1 s per 16-window step, measured on the 2-core dev machine under load).
+            ops per step, and OpenMP threads contending with other processes slow every one of them down
+            (`benchmarks/bench_train_step.py` times a step).
 
     Example (YAML, used as `piiner-train --config run.yaml --head_learning_rate 5e-4`):
 
