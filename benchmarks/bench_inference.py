@@ -62,21 +62,29 @@ DOCS_PER_SIZE = 64
 
 def make_documents(count: int, target_chars: int, seed: int = 0) -> list[str]:
     """English business prose with PII (names, emails, phones, SSNs, cards, addresses, dates, IPs, URLs), each about
-    `target_chars` long, cut at a sentence end. Faker with a fixed seed: the same texts on every run."""
+    `target_chars` long, cut at a sentence end. Faker with a fixed seed and fixed date ranges (its defaults end at
+    the current time, which moves the dates from one run to the next): the same texts on every run."""
+    from datetime import date
+
     from faker import Faker
 
     fake = Faker("en_US")
     fake.seed_instance(seed)
     rng = random.Random(seed)
+
+    def day(first_year, last_year):
+        return fake.date_between_dates(date(first_year, 1, 1), date(last_year, 12, 31))
+
     templates = [
         lambda: f"Please contact {fake.name()} at {fake.email()} or call {fake.phone_number()}.",
-        lambda: f"The customer, {fake.name()}, was born on {fake.date_of_birth().strftime('%B %d, %Y')}.",
+        lambda: f"The customer, {fake.name()}, was born on {day(1940, 2006).strftime('%B %d, %Y')}.",
         lambda: f"Her SSN is {fake.ssn()} and the card on file ends in {fake.credit_card_number()[-4:]}.",
         lambda: f"Ship the order to {fake.street_address()}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}.",
-        lambda: f"Login from {fake.ipv4()} by user {fake.user_name()} was flagged on {fake.date()}.",
-        lambda: f"{fake.company()} asked us to review the account {fake.bban()} before {fake.date()}.",
+        lambda: f"Login from {fake.ipv4()} by user {fake.user_name()} was flagged on {day(2015, 2025)}.",
+        lambda: f"{fake.company()} asked us to review the account {fake.bban()} before {day(2015, 2025)}.",
         lambda: f"See {fake.url()} for the policy; questions go to {fake.first_name()} in {fake.city()}.",
-        lambda: f"Payment was made with card {fake.credit_card_number()} (exp {fake.credit_card_expire()}).",
+        lambda: f"Payment was made with card {fake.credit_card_number()} "
+                f"(exp {fake.credit_card_expire(date(2026, 1, 1), date(2031, 12, 31))}).",
         lambda: "The quarterly review covered onboarding, the renewal schedule and the open support tickets.",
         lambda: "No further action is needed on our side until the audit report comes back next week.",
         lambda: f"Meeting notes: {fake.sentence(nb_words=14)} {fake.sentence(nb_words=10)}",

@@ -1,6 +1,6 @@
 """Text -> model inputs for piiner: token windows, offsets and the char ids of each token's source word.
 
-Ships with the weights: imports only torch, transformers and the standard library.
+Ships with the weights: imports only torch, NumPy and the standard library.
 
 The char CNN reads, for every subword token, the characters of the whole whitespace-delimited word the token comes
 from, taken from the original text (case and punctuation kept), so "(John" and "SSN:123-45-6789" keep the
@@ -13,6 +13,7 @@ import functools
 import itertools
 import re
 
+import numpy as np
 import torch
 
 
@@ -84,7 +85,7 @@ class _WordIndex:
         return self.starts[first], self.ends[last]
 
     def char_ids(self, start, end):
-        """Char ids of the word under text[start:end], one token at a time (the reference for `char_tensor`)."""
+        """Char ids of the word under text[start:end], one token at a time (the reference for `char_array`)."""
         span = self.word_span(start, end)
         if span is None:
             return []
@@ -96,39 +97,46 @@ class _WordIndex:
             word_end = word_start + self.max_word_chars
         return list(_encode_word(self.text[word_start:word_end], self.char_vocab_size))
 
-    def char_tensor(self, offsets):
-        """(T, C) char ids for a (T, 2) offsets tensor, equal to `char_ids` token by token, padded with 0.
+    def char_array(self, offsets):
+        """(T, C) int64 char ids for (T, 2) offsets, equal to `char_ids` token by token, padded with 0.
 
         Runs on every token at inference, so the common case (a token inside one word of at most `max_word_chars`)
-        is a gather from a table holding each word of the text once; only the rest goes through `char_ids`.
+        is a gather from a table holding each word of the text once; only the rest goes through `char_ids`. NumPy
+        rather than torch: a few small operations per text, where torch's per-op cost would be most of the time.
         """
-        offsets = torch.as_tensor(offsets, dtype=torch.long).reshape(-1, 2)
+        offsets = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
         if not self.starts:  # whitespace only: no token has characters
-            return torch.zeros(len(offsets), 1, dtype=torch.long)
+            return np.zeros((len(offsets), 1), dtype=np.int64)
         if self._word_rows is None:
             words = [self.text[s:e] if e - s <= self.max_word_chars else "" for s, e in zip(self.starts, self.ends)]
+            codes = [_encode_word(word, self.char_vocab_size) for word in words]
+            lengths = np.fromiter(map(len, codes), dtype=np.int64, count=len(codes))
             # Row 0 stays empty for special tokens and the tokens handled one by one.
-            rows = [()] + [_encode_word(word, self.char_vocab_size) for word in words]
-            self._word_rows = pad_char_ids([rows])[0]
-            self._starts_t = torch.tensor(self.starts)
-            self._ends_t = torch.tensor(self.ends)
-        starts, ends = offsets[:, 0].contiguous(), offsets[:, 1].contiguous()
-        word = torch.searchsorted(self._starts_t, starts, right=True) - 1
-        last_word = torch.searchsorted(self._starts_t, ends - 1, right=True) - 1
-        safe = word.clamp(min=0)
-        word_end = self._ends_t[safe]
+            table = np.zeros((len(codes) + 1, max(int(lengths.max()), 1)), dtype=np.int64)
+            table[1:][np.arange(table.shape[1]) < lengths[:, None]] = np.fromiter(
+                itertools.chain.from_iterable(codes), dtype=np.int64, count=int(lengths.sum()))
+            self._word_rows = table
+            self._starts_a = np.asarray(self.starts, dtype=np.int64)
+            self._ends_a = np.asarray(self.ends, dtype=np.int64)
+        starts, ends = offsets[:, 0], offsets[:, 1]
+        word = np.searchsorted(self._starts_a, starts, side="right") - 1
+        last_word = np.searchsorted(self._starts_a, ends - 1, side="right") - 1
+        safe = np.maximum(word, 0)
+        word_end = self._ends_a[safe]
         real = ends > starts
         simple = (
             real & (word >= 0) & (starts < word_end) & (last_word == word)
-            & (word_end - self._starts_t[safe] <= self.max_word_chars)
+            & (word_end - self._starts_a[safe] <= self.max_word_chars)
         )
-        out = self._word_rows[torch.where(simple, safe + 1, 0)]
-        rest = (real & ~simple).nonzero().flatten().tolist()
+        out = self._word_rows[np.where(simple, safe + 1, 0)]
+        rest = np.flatnonzero(real & ~simple).tolist()
         if rest:
             extra = [self.char_ids(int(starts[i]), int(ends[i])) for i in rest]
-            out = torch.nn.functional.pad(out, (0, max(0, max(map(len, extra)) - out.shape[1])))
+            widest = max(map(len, extra))
+            if widest > out.shape[1]:
+                out = np.pad(out, ((0, 0), (0, widest - out.shape[1])))
             for i, ids in zip(rest, extra):
-                out[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+                out[i, : len(ids)] = ids
         return out
 
 
@@ -270,18 +278,19 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
     windows = encoding["overflow_to_sample_mapping"]
     if return_tensors == "pt":
         # The windows of one text are consecutive: look up all their tokens at once.
-        offsets, seq_len, per_text, first = encoding["offset_mapping"], encoding["input_ids"].shape[1], [], 0
+        offsets, seq_len, per_text, first = encoding["offset_mapping"].numpy(), encoding["input_ids"].shape[1], [], 0
         for sample, group in itertools.groupby(windows.tolist()):
             count = len(list(group))
             text_offsets = offsets[first : first + count].reshape(-1, 2)
-            per_text.append(words[sample].char_tensor(text_offsets).reshape(count, seq_len, -1))
+            per_text.append(words[sample].char_array(text_offsets).reshape(count, seq_len, -1))
             first += count
         width = max(t.shape[-1] for t in per_text)
-        char_ids = torch.cat([torch.nn.functional.pad(t, (0, width - t.shape[-1])) for t in per_text])
-        char_ids = trim_char_ids(char_ids, min_chars=max(getattr(config, "char_kernel_sizes", None) or [1]))
+        char_ids = np.concatenate([np.pad(t, ((0, 0), (0, 0), (0, width - t.shape[-1]))) for t in per_text])
+        widest_kernel = max(getattr(config, "char_kernel_sizes", None) or [1])
+        char_ids = trim_char_ids(torch.from_numpy(char_ids), min_chars=widest_kernel)
     else:  # the same table lookup as for tensors, as lists (training features): one way to build char ids
         char_ids = [
-            [row[: int((row != 0).sum())].tolist() for row in words[i].char_tensor(offsets)]
+            [row[: int((row != 0).sum())].tolist() for row in words[i].char_array(offsets)]
             for i, offsets in zip(windows, encoding["offset_mapping"])
         ]
     encoding["char_ids"] = char_ids

@@ -4,9 +4,11 @@ Ships with the weights (named in the config's `custom_pipelines`), so
 
     pipeline("token-classification", model=DIR, trust_remote_code=True)
 
-builds it for any saved piiner snapshot. Imports only torch, transformers and its siblings `encoding_piiner` and `decoding_piiner`.
+builds it for any saved piiner snapshot. Imports only torch, NumPy, transformers and its siblings `encoding_piiner`
+and `decoding_piiner`.
 """
 
+import numpy as np
 import torch
 from transformers.pipelines.base import ChunkPipeline
 
@@ -95,17 +97,14 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         text = str(text)  # a str subclass (numpy.str_) as a plain str
         config = self.model.config
         encoding = encode_texts(self.tokenizer, [text], config, max_length=max_length, stride=stride)
-        # Every window carries char ids padded to the same width, so the stock collate can batch windows of
-        # different texts; _forward cuts them back to the widest word of the batch (`char_width`).
-        char_ids = encoding["char_ids"]
-        char_width = torch.tensor([char_ids.shape[-1]])
-        char_ids = torch.nn.functional.pad(char_ids, (0, config.max_word_chars - char_ids.shape[-1]))
+        # Char ids travel as NumPy, which the stock collate passes through as a list rather than padding to one
+        # shape: _forward pads them to the longest window and the widest word of its batch.
+        char_ids = encoding["char_ids"].numpy()
         model_keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in encoding]
         num_windows = encoding["input_ids"].shape[0]
         for i in range(num_windows):
             window = {k: encoding[k][i : i + 1] for k in model_keys}
-            window["char_ids"] = char_ids[i : i + 1]
-            window["char_width"] = char_width
+            window["char_ids"] = char_ids[i]
             window["offset_mapping"] = encoding["offset_mapping"][i : i + 1]
             window["text"] = text
             window["is_last"] = i == num_windows - 1
@@ -115,9 +114,7 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         text = model_inputs.pop("text")
         offsets = model_inputs.pop("offset_mapping")
         is_last = model_inputs.pop("is_last")
-        # Back to the widest word of this batch (encode_texts already made it at least the widest kernel).
-        width = int(model_inputs.pop("char_width").max())
-        model_inputs["char_ids"] = model_inputs["char_ids"][:, :, :width]
+        model_inputs["char_ids"] = self._batch_char_ids(model_inputs["char_ids"], model_inputs["input_ids"].shape[1])
         if self.model.training:
             raise ValueError(
                 f"{type(self.model).__name__} is in training mode, where dropout makes its answers noise: put it in "
@@ -132,6 +129,17 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
             )
         return {"decoded_tags": tags, "tag_scores": scores.float(), "offset_mapping": offsets, "text": text,
                 "is_last": is_last}
+
+    def _batch_char_ids(self, windows, seq_len):
+        """(B, T, C) char ids from the windows' (T_i, C_i) arrays, placed as the collate placed their tokens."""
+        if not isinstance(windows, list):  # batch_size 1: no collate
+            windows = [windows]
+        out = np.zeros((len(windows), seq_len, max(w.shape[1] for w in windows)), dtype=np.int64)
+        left = self.tokenizer.padding_side == "left"
+        for row, window in zip(out, windows):
+            tokens, width = window.shape
+            (row[seq_len - tokens :] if left else row[:tokens])[:, :width] = window
+        return torch.from_numpy(out)
 
     def postprocess(self, all_outputs, aggregation_strategy="simple", min_score=None):
         text = all_outputs[0]["text"]

@@ -191,7 +191,7 @@ def test_vectorised_char_ids_equal_the_per_token_reference(pieces):
     # Arbitrary offsets too: spanning whitespace, across words, inside long words.
     offsets = [(i, j) for i in range(len(text)) for j in (i + 1, i + 3, i + 9) if j <= len(text)]
     reference = pad_char_ids([token_char_ids(text, offsets, 6, config.char_vocab_size)])[0]
-    got = _WordIndex(text, 6, config.char_vocab_size).char_tensor(torch.tensor(offsets))
+    got = torch.from_numpy(_WordIndex(text, 6, config.char_vocab_size).char_array(offsets))
     width = max(reference.shape[-1], got.shape[-1])
     pad = torch.nn.functional.pad
     assert torch.equal(pad(got, (0, width - got.shape[-1])), pad(reference, (0, width - reference.shape[-1])))
