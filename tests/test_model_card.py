@@ -93,7 +93,7 @@ def test_bare_span_metrics_reports_from_training_render(config, tmp_path):
 
 
 def test_reports_added_later_join_the_training_card(tmp_path, config):
-    """`python -m evaluation.model_card DIR --report NAME=FILE` adds evaluations run after training to its card,
+    """`python -m piiner.evaluation.model_card DIR --report NAME=FILE` adds evaluations run after training to its card,
     keeping the training run's sections."""
     from piiner.evaluation.model_card import main
 
@@ -114,3 +114,15 @@ def test_reports_added_later_join_the_training_card(tmp_path, config):
     assert {(r.dataset_name, r.metric_type) for r in card.data.eval_results} >= {("presidio-research test", "f1")}
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--report", "no-equals-sign"])
+
+
+def test_lead_reports_open_the_results_table(tmp_path, config):
+    """Out-of-source scores added with --lead come before the training run's own (in-source) rows."""
+    from piiner.evaluation.model_card import main
+
+    config.save_pretrained(tmp_path)
+    write_model_card(tmp_path, config, {"validation": _report(GOLD, GOLD)}, data_sources=["synthetic"])
+    (tmp_path / "oos.json").write_text(json.dumps(_report(GOLD, [[(0, 4, "PERSON")], []], source="btc")))
+    main([str(tmp_path), "--lead", "--report", f"btc, trained without it={tmp_path / 'oos.json'}"])
+    content = (tmp_path / "README.md").read_text()
+    assert content.index("| btc, trained without it | this model |") < content.index("| validation | this model |")

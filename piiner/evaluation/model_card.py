@@ -394,11 +394,12 @@ def has_card_inputs(model_dir):
     return os.path.isfile(os.path.join(model_dir, CARD_INPUTS_FILE))
 
 
-def add_reports(model_dir, reports):
+def add_reports(model_dir, reports, lead=False):
     """
     Re-render the card in `model_dir` from its inputs with more evaluation reports (name -> `piiner-evaluate`
     JSON path or dict; none: the same card again), keeping what the training run put in it; a report under an
-    existing name replaces it. Returns the card.
+    existing name replaces it. With `lead`, the new reports come first in the card's tables (the out-of-source
+    scores a card should open with). Returns the card.
     """
     from piiner.configuration_piiner import PiiNerConfig
 
@@ -415,6 +416,8 @@ def add_reports(model_dir, reports):
         if "overall" not in report:
             raise ValueError(f"report {name!r} is not an piiner-evaluate report (no 'overall')")
         inputs["reports"][name] = report
+    if lead:
+        inputs["reports"] = {**{name: inputs["reports"][name] for name in reports}, **inputs["reports"]}
     config = PiiNerConfig.from_pretrained(model_dir)
     return write_model_card(model_dir, config, **inputs)
 
@@ -429,6 +432,7 @@ def main(argv=None):
     parser.add_argument("model_dir")
     parser.add_argument("--report", action="append", required=True, metavar="NAME=REPORT.json",
                         help="evaluation set name shown in the card, and the report; repeatable")
+    parser.add_argument("--lead", action="store_true", help="put these reports first in the card")
     args = parser.parse_args(argv)
     reports = {}
     for item in args.report:
@@ -436,7 +440,7 @@ def main(argv=None):
         if not sep or not name:
             parser.error(f"--report takes NAME=REPORT.json, got {item!r}")
         reports[name] = report_path
-    add_reports(args.model_dir, reports)
+    add_reports(args.model_dir, reports, lead=args.lead)
     print(f"model card of {args.model_dir} now has: {', '.join(reports)}")
 
 

@@ -7,6 +7,7 @@
     python -m piiner.evaluation.out_of_source in-source --model runs/reference --data data/reference \
         --sources btc,wikigold,... --out runs/reference
     python -m piiner.evaluation.out_of_source table runs/oos [--in-source runs/reference]
+    python -m piiner.evaluation.out_of_source table runs/ablation --prefix eval_variant_0_ --in-source runs/reference
 
 `leave-one-out` trains one model per held-out source on every other source (a corpus built without it, so no
 synthetic record carries its sentences either) and scores it on that source's test split; `ablation` trains each
@@ -86,7 +87,10 @@ def leave_one_out(args):
 
 def ablation(args):
     held_out = args.held_out.split(",")
+    chosen = {int(i) for i in args.variants.split(",")} if args.variants else set(range(len(VARIANTS)))
     for index, (variant, flags) in enumerate(VARIANTS.items()):
+        if index not in chosen:
+            continue
         model = trained_without(args, f"variant_{index}", held_out, flags)
         for source in held_out + args.also.split(","):
             if source:
@@ -104,10 +108,12 @@ def _f1(report, system=None):
 def table(args):
     """Markdown: per source, out-of-source F1 (and in-source, when given), Presidio and regex on the same rows."""
     rows = []
+    prefix = args.prefix
     for name in sorted(os.listdir(args.folder)):
-        if not (name.startswith("eval_") and name.endswith(".json")) or name.startswith("eval_variant_"):
+        if not (name.startswith(prefix) and name.endswith(".json")) or (
+                prefix == "eval_" and name.startswith("eval_variant_")):
             continue
-        source = name[len("eval_"):-len(".json")]
+        source = name[len(prefix):-len(".json")]
         with open(os.path.join(args.folder, name)) as f:
             report = json.load(f)
         in_source = ""
@@ -139,6 +145,8 @@ def parser():
         if name == "ablation":
             s.add_argument("--also", default="formats,synthetic,presidio",
                            help="sources also scored (in source for every variant)")
+            s.add_argument("--variants", help=f"indices of the variants to run (default: all): "
+                           f"{'; '.join(f'{i} {v}' for i, v in enumerate(VARIANTS))}")
     i = sub.add_parser("in-source", help="every source's test split scored with one model")
     i.add_argument("--model", required=True)
     i.add_argument("--data", required=True)
@@ -147,6 +155,8 @@ def parser():
     t = sub.add_parser("table", help="print the reports of a folder as a markdown table")
     t.add_argument("folder")
     t.add_argument("--in-source", help="a folder with eval_<source>.json reports of a model trained on everything")
+    t.add_argument("--prefix", default="eval_", help="report files <prefix><source>.json (an ablation's variant 0: "
+                   "eval_variant_0_)")
     return p
 
 
