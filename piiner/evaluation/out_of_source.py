@@ -116,16 +116,23 @@ def table(args):
         source = name[len(prefix):-len(".json")]
         with open(os.path.join(args.folder, name)) as f:
             report = json.load(f)
-        in_source = ""
-        if args.in_source and os.path.isfile(path := os.path.join(args.in_source, f"eval_{source}.json")):
-            with open(path) as f:
-                in_source = f"{_f1(json.load(f)):.3f}"
-        compare = report.get("compare", {})
-        rows.append(f"| {source} | {report['meta']['n_texts']:,} | {_f1(report):.3f} | {in_source} | "
-                    f"{_f1(report, 'presidio') if 'presidio' in compare else float('nan'):.3f} | "
-                    f"{_f1(report, 'regex') if 'regex' in compare else float('nan'):.3f} |")
-    header = ["| held-out source | texts | piiner out of source F1 | piiner in source F1 | Presidio + spaCy F1 | "
-              "regex F1 |", "|---|---|---|---|---|---|"]
+        in_source = []
+        if args.in_source:
+            path = os.path.join(args.in_source, f"eval_{source}.json")
+            if os.path.isfile(path):
+                with open(path) as f:
+                    in_source = [f"{_f1(json.load(f)):.3f}"]
+            else:
+                in_source = ["-"]
+        compare = report.get("compare") or {}
+        o = report["overall"]
+        cells = [source, f"{report['meta']['n_texts']:,}", f"{o['f1']:.3f} ({o['precision']:.3f} / {o['recall']:.3f})",
+                 *in_source, *(f"{_f1(report, system):.3f}" if system in compare else "-"
+                               for system in ("presidio", "regex"))]
+        rows.append("| " + " | ".join(cells) + " |")
+    columns = ["source", "texts", args.label, *(["piiner in source F1"] if args.in_source else []),
+               "Presidio + spaCy F1", "regex F1"]
+    header = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     print("\n".join(header + rows))
 
 
@@ -155,6 +162,7 @@ def parser():
     t = sub.add_parser("table", help="print the reports of a folder as a markdown table")
     t.add_argument("folder")
     t.add_argument("--in-source", help="a folder with eval_<source>.json reports of a model trained on everything")
+    t.add_argument("--label", default="piiner out of source F1", help="heading of the reports' F1 column")
     t.add_argument("--prefix", default="eval_", help="report files <prefix><source>.json (an ablation's variant 0: "
                    "eval_variant_0_)")
     return p

@@ -1,0 +1,28 @@
+"""The out-of-source table reads the reports a sweep wrote, beside the in-source ones, and says what is missing."""
+
+import json
+
+from piiner.evaluation.out_of_source import main
+
+
+def _report(f1, n_texts, compare=None):
+    overall = {"precision": f1, "recall": f1, "f1": f1}
+    report = {"overall": overall, "meta": {"n_texts": n_texts}}
+    if compare:
+        report["compare"] = {name: {"overall": {"f1": value}} for name, value in compare.items()}
+    return report
+
+
+def test_table_puts_out_of_source_beside_in_source_and_baselines(tmp_path, capsys):
+    oos, ref = tmp_path / "oos", tmp_path / "ref"
+    oos.mkdir(), ref.mkdir()
+    (oos / "eval_variant_0_btc.json").write_text(json.dumps(_report(0.61, 948, {"presidio": 0.4, "regex": 0.0})))
+    (oos / "eval_variant_0_gum.json").write_text(json.dumps(_report(0.55, 83)))
+    (oos / "eval_variant_1_btc.json").write_text(json.dumps(_report(0.1, 948)))  # another variant: not this table
+    (ref / "eval_btc.json").write_text(json.dumps(_report(0.72, 948)))
+    main(["table", str(oos), "--prefix", "eval_variant_0_", "--in-source", str(ref)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("| source | texts | piiner out of source F1 | piiner in source F1 | Presidio + spaCy F1 | "
+                        "regex F1 |")
+    assert lines[2:] == ["| btc | 948 | 0.610 (0.610 / 0.610) | 0.720 | 0.400 | 0.000 |",
+                         "| gum | 83 | 0.550 (0.550 / 0.550) | - | - | - |"]
