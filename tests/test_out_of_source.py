@@ -26,3 +26,10 @@ def test_table_puts_out_of_source_beside_in_source_and_baselines(tmp_path, capsy
                         "regex F1 |")
     assert lines[2:] == ["| btc | 948 | 0.610 (0.610 / 0.610) | 0.720 | 0.400 | 0.000 |",
                          "| gum | 83 | 0.550 (0.550 / 0.550) | - | - | - |"]
+
+
+def test_table_skips_files_that_are_not_reports(tmp_path, capsys):
+    (tmp_path / "eval_btc.json").write_text(json.dumps(_report(0.7, 948)))
+    (tmp_path / "eval_results.json").write_text(json.dumps({"eval_loss": 1.0}))  # what the Trainer writes
+    main(["table", str(tmp_path)])
+    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 948 | 0.700 (0.700 / 0.700) | - | - |"]

@@ -116,6 +116,8 @@ def table(args):
         source = name[len(prefix):-len(".json")]
         with open(os.path.join(args.folder, name)) as f:
             report = json.load(f)
+        if "overall" not in report:  # another tool's file (the Trainer's eval_results.json), not a report
+            continue
         in_source = []
         if args.in_source:
             path = os.path.join(args.in_source, f"eval_{source}.json")
