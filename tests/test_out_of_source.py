@@ -33,3 +33,14 @@ def test_table_skips_files_that_are_not_reports(tmp_path, capsys):
     (tmp_path / "eval_results.json").write_text(json.dumps({"eval_loss": 1.0}))  # what the Trainer writes
     main(["table", str(tmp_path)])
     assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 948 | 0.700 (0.700 / 0.700) | - | - |"]
+
+
+def test_ablation_table_has_a_row_per_variant_run(tmp_path, capsys):
+    (tmp_path / "eval_variant_0_btc.json").write_text(json.dumps(_report(0.61, 948)))
+    (tmp_path / "eval_variant_0_gum.json").write_text(json.dumps(_report(0.55, 83)))
+    (tmp_path / "eval_variant_2_btc.json").write_text(json.dumps(_report(0.52, 948)))
+    main(["ablation-table", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| variant | btc | gum |"
+    assert lines[2].endswith("| 0.610 | 0.550 |") and lines[2].startswith("| piiner (char CNN + gate + CRF")
+    assert lines[3] == "| no char CNN | 0.520 | - |" and len(lines) == 4

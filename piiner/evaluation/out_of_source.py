@@ -8,6 +8,7 @@
         --sources btc,wikigold,... --out runs/reference
     python -m piiner.evaluation.out_of_source table runs/oos [--in-source runs/reference]
     python -m piiner.evaluation.out_of_source table runs/ablation --prefix eval_variant_0_ --in-source runs/reference
+    python -m piiner.evaluation.out_of_source ablation-table runs/ablation
 
 `leave-one-out` trains one model per held-out source on every other source (a corpus built without it, so no
 synthetic record carries its sentences either) and scores it on that source's test split; `ablation` trains each
@@ -138,6 +139,25 @@ def table(args):
     print("\n".join(header + rows))
 
 
+def ablation_table(args):
+    """Markdown: one row per variant that has run (its variant.json), the F1 of each source it was scored on."""
+    rows, sources = [], []
+    for index, variant in enumerate(VARIANTS):
+        scores = {}
+        for name in sorted(os.listdir(args.folder)):
+            prefix = f"eval_variant_{index}_"
+            if name.startswith(prefix) and name.endswith(".json"):
+                with open(os.path.join(args.folder, name)) as f:
+                    scores[name[len(prefix):-len(".json")]] = _f1(json.load(f))
+        if scores:
+            rows.append((variant, scores))
+            sources += [s for s in scores if s not in sources]
+    lines = ["| variant | " + " | ".join(sources) + " |", "|---|" + "---|" * len(sources)]
+    for variant, scores in rows:
+        lines.append(f"| {variant} | " + " | ".join(f"{scores[s]:.3f}" if s in scores else "-" for s in sources) + " |")
+    print("\n".join(lines))
+
+
 def parser():
     p = argparse.ArgumentParser(prog="python -m piiner.evaluation.out_of_source", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -164,6 +184,8 @@ def parser():
     t = sub.add_parser("table", help="print the reports of a folder as a markdown table")
     t.add_argument("folder")
     t.add_argument("--in-source", help="a folder with eval_<source>.json reports of a model trained on everything")
+    a = sub.add_parser("ablation-table", help="print an ablation folder's F1 per variant and source as markdown")
+    a.add_argument("folder")
     t.add_argument("--label", default="piiner out of source F1", help="heading of the reports' F1 column")
     t.add_argument("--prefix", default="eval_", help="report files <prefix><source>.json (an ablation's variant 0: "
                    "eval_variant_0_)")
@@ -172,7 +194,8 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table}
+    commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table,
+                "ablation-table": ablation_table}
     commands[args.command](args)
     return 0
 
