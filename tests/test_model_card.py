@@ -123,6 +123,11 @@ def test_lead_reports_open_the_results_table(tmp_path, config):
     config.save_pretrained(tmp_path)
     write_model_card(tmp_path, config, {"validation": _report(GOLD, GOLD)}, data_sources=["synthetic"])
     (tmp_path / "oos.json").write_text(json.dumps(_report(GOLD, [[(0, 4, "PERSON")], []], source="btc")))
-    main([str(tmp_path), "--lead", "--report", f"btc, trained without it={tmp_path / 'oos.json'}"])
+    main([str(tmp_path), "--lead", "--system", "same recipe, trained without btc", "--report",
+          f"btc, out of source={tmp_path / 'oos.json'}"])
     content = (tmp_path / "README.md").read_text()
-    assert content.index("| btc, trained without it | this model |") < content.index("| validation | this model |")
+    row = "| btc, out of source | same recipe, trained without btc |"
+    assert content.index(row) < content.index("| validation | this model |")
+    # Another model's score is shown, never claimed in this model's model-index.
+    datasets = {r.dataset_name for r in validate_card(content).data.eval_results}
+    assert "validation" in datasets and "btc, out of source" not in datasets

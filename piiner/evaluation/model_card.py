@@ -92,6 +92,12 @@ def _is_baseline(report):
     return bool(report.get("meta", {}).get("baseline"))
 
 
+def _other_model(report):
+    """What produced a report of another model shown in this card (an out-of-source run of the same recipe), or
+    None for this model's own reports."""
+    return report.get("meta", {}).get("card_system")
+
+
 def _command(name, report, commands):
     return (commands or {}).get(name) or report.get("meta", {}).get("command") or "(command not recorded)"
 
@@ -105,7 +111,7 @@ def card_metadata(config, reports, data_sources, base_model, repo_id=None):
     model_name = (repo_id or "piiner").split("/")[-1]
     eval_results = []
     for name, report in reports.items():
-        if _is_baseline(report):
+        if _is_baseline(report) or _other_model(report):  # the model-index holds this model's own scores only
             continue
         meta = report.get("meta", {})
         for metric in ("precision", "recall", "f1", "f2"):
@@ -158,7 +164,7 @@ def _summary_table(reports):
              "|---|---|---|---|---|---|---|---|"]
     for name, r in reports.items():
         meta = r.get("meta", {})
-        systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else "this model", r)]
+        systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else _other_model(r) or "this model", r)]
         systems += [(f"baseline: {b} (same run)", c) for b, c in (r.get("compare") or {}).items()]
         for system, s in systems:
             o = s["overall"]
@@ -220,7 +226,9 @@ def _data_section(data_sources):
 def _eval_section(reports, commands):
     parts = []
     for name, report in reports.items():
-        who = f"baseline `{report['meta']['baseline']}`" if _is_baseline(report) else "this model"
+        who = _other_model(report) or "this model"
+        if _is_baseline(report):
+            who = f"baseline `{report['meta']['baseline']}`"
         parts += [f"### {name} ({who})", "Produced by:", f"```bash\n{_command(name, report, commands)}\n```",
                   "Overall:", overall_table(report), "Per tier:", tier_table(report)]
         if not _is_baseline(report):
@@ -394,12 +402,13 @@ def has_card_inputs(model_dir):
     return os.path.isfile(os.path.join(model_dir, CARD_INPUTS_FILE))
 
 
-def add_reports(model_dir, reports, lead=False):
+def add_reports(model_dir, reports, lead=False, system=None):
     """
     Re-render the card in `model_dir` from its inputs with more evaluation reports (name -> `piiner-evaluate`
     JSON path or dict; none: the same card again), keeping what the training run put in it; a report under an
     existing name replaces it. With `lead`, the new reports come first in the card's tables (the out-of-source
-    scores a card should open with). Returns the card.
+    scores a card should open with); `system` names what produced them when it is not this model (a model of the
+    same recipe trained without the source), and keeps them out of the model-index. Returns the card.
     """
     from piiner.configuration_piiner import PiiNerConfig
 
@@ -415,6 +424,8 @@ def add_reports(model_dir, reports, lead=False):
                 report = json.load(f)
         if "overall" not in report:
             raise ValueError(f"report {name!r} is not an piiner-evaluate report (no 'overall')")
+        if system:
+            report = {**report, "meta": {**report.get("meta", {}), "card_system": system}}
         inputs["reports"][name] = report
     if lead:
         inputs["reports"] = {**{name: inputs["reports"][name] for name in reports}, **inputs["reports"]}
@@ -433,6 +444,8 @@ def main(argv=None):
     parser.add_argument("--report", action="append", required=True, metavar="NAME=REPORT.json",
                         help="evaluation set name shown in the card, and the report; repeatable")
     parser.add_argument("--lead", action="store_true", help="put these reports first in the card")
+    parser.add_argument("--system", help="what produced these reports when it is not this model, e.g. 'same recipe, "
+                        "trained without this source' (shown in the tables, kept out of the model-index)")
     args = parser.parse_args(argv)
     reports = {}
     for item in args.report:
@@ -440,7 +453,7 @@ def main(argv=None):
         if not sep or not name:
             parser.error(f"--report takes NAME=REPORT.json, got {item!r}")
         reports[name] = report_path
-    add_reports(args.model_dir, reports, lead=args.lead)
+    add_reports(args.model_dir, reports, lead=args.lead, system=args.system)
     print(f"model card of {args.model_dir} now has: {', '.join(reports)}")
 
 
