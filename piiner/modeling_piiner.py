@@ -110,16 +110,25 @@ class PiiNerCharCNN(nn.Module):
         """
         words, inverse = distinct_rows(word_chars)
         lengths = (words != 0).sum(-1)
+        # All kernels in one convolution (a few small ops instead of a set per kernel, which is most of the cost on
+        # one short text: benchmarks/bench_pipeline.py --profile 200x1): each kernel's weights start a window of
+        # the widest kernel, zero after them (`_encode` pads the input on the right for the narrower kernels' last
+        # windows). Same windows, same sums.
+        widest = max(self.kernel_sizes)
+        kernels = zip(self.kernel_sizes, self.convs)
+        weight = torch.cat([nn.functional.pad(conv.weight, (0, widest - k)) for k, conv in kernels])
+        bias = torch.cat([conv.bias for conv in self.convs])
         short = lengths <= self.short_word_chars
         if bool(short.all()) or not bool(short.any()):
-            features = self._encode(words, lengths)
+            features = self._encode(words, lengths, weight, bias)
         else:
             features = words.new_zeros(words.shape[0], self.output_dim, dtype=self.embedding.weight.dtype)
-            features[short] = self._encode(words[short], lengths[short])
-            features[~short] = self._encode(words[~short], lengths[~short])
+            features[short] = self._encode(words[short], lengths[short], weight, bias)
+            features[~short] = self._encode(words[~short], lengths[~short], weight, bias)
         return self.dropout(features[inverse])
 
-    def _encode(self, words: torch.LongTensor, lengths: torch.LongTensor) -> torch.Tensor:
+    def _encode(self, words: torch.LongTensor, lengths: torch.LongTensor, weight: torch.Tensor,
+                bias: torch.Tensor) -> torch.Tensor:
         # Trim to the longest word here, but never below the widest kernel.
         width = max(int(lengths.max()) if lengths.numel() else 0, max(self.kernel_sizes))
         words = words[:, :width]
@@ -127,13 +136,8 @@ class PiiNerCharCNN(nn.Module):
             words = nn.functional.pad(words, (0, width - words.shape[1]))
         embedded = self.embedding(words) * (words != 0).unsqueeze(-1)
         embedded = embedded.transpose(1, 2)  # (words, embedding_dim, chars) for Conv1d
-        # All kernels in one convolution (a few small ops instead of a set per kernel, which is most of the cost on
-        # one short text: benchmarks/bench_pipeline.py --profile 200x1): each kernel's weights start a window of
-        # the widest kernel, zero after them, and the input gets the zeros on the right that the narrower kernels'
-        # last windows need. Same windows, same sums.
+        # Zeros on the right for the last windows of the narrower kernels inside the widest kernel's window.
         widest, narrowest = max(self.kernel_sizes), min(self.kernel_sizes)
-        weight = torch.cat([nn.functional.pad(c.weight, (0, widest - k)) for k, c in zip(self.kernel_sizes, self.convs)])
-        bias = torch.cat([conv.bias for conv in self.convs])
         features = torch.relu(nn.functional.conv1d(nn.functional.pad(embedded, (0, widest - narrowest)), weight, bias))
         # A window is read when it starts inside the word (a word shorter than a kernel: its first window only).
         kernel = torch.tensor(self._channel_kernels, device=lengths.device)

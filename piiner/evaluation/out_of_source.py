@@ -141,11 +141,11 @@ def table(args):
 
 def ablation_table(args):
     """Markdown: one row per variant that has run (its variant.json), the F1 of each source it was scored on."""
-    rows, sources = [], []
+    rows, sources, names = [], [], sorted(os.listdir(args.folder))
     for index, variant in enumerate(VARIANTS):
         scores = {}
-        for name in sorted(os.listdir(args.folder)):
-            prefix = f"eval_variant_{index}_"
+        prefix = f"eval_variant_{index}_"
+        for name in names:
             if name.startswith(prefix) and name.endswith(".json"):
                 with open(os.path.join(args.folder, name)) as f:
                     scores[name[len(prefix):-len(".json")]] = _f1(json.load(f))
