@@ -14,6 +14,7 @@ Engines: ``datasets`` runs shards in `num_proc` worker processes on this machine
 load the model in their constructor, write), so it runs unchanged on a cluster whose workers see the paths.
 """
 
+import ctypes
 import dataclasses
 import json
 import os
@@ -43,6 +44,7 @@ class RedactorSpec:
     def build(self):
         from piiner.deid.redact import Redactor
 
+        keep_heap_flat()  # every engine builds a worker's redactor here, once per process
         settings = dict(mode=self.mode, types=self.types, min_tier=self.min_tier,
                         tier_thresholds=dict(self.thresholds), key=self.key, batch_size=self.batch_size)
         if self.detector == "regex":
@@ -56,6 +58,20 @@ class RedactorSpec:
         if self not in _REDACTORS:
             _REDACTORS[self] = self.build()
         return _REDACTORS[self]
+
+
+def keep_heap_flat():
+    """Fix glibc's mmap threshold at its initial 128 KiB; returns whether it was set (False off glibc).
+
+    glibc raises the threshold each time a large block is freed, so later tensor-sized blocks come from the heap,
+    where small long-lived objects between them keep the freed pages resident: a worker's memory then climbs in
+    steps with the length of the corpus (benchmarks/bench_corpus.py measures it). Blocks over the threshold are
+    mapped and unmapped, and their memory goes back to the system when freed."""
+    try:
+        libc = ctypes.CDLL(None)
+        return libc.mallopt(-3, 128 * 1024) == 1  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        return False
 
 
 @dataclasses.dataclass(frozen=True)
