@@ -107,6 +107,23 @@ def test_compare_scores_baselines_on_the_same_rows(tmp_path, gold_file):
         _run("--predictions", gold_file, "--data", gold_file, "--compare", "spacy")
 
 
+def test_backstop_adds_regex_spans_only_where_the_system_found_nothing(tmp_path, gold_file):
+    predictions = _write_jsonl(tmp_path / "pred.jsonl", [
+        {"id": "a", "spans": [{"start": 5, "end": 21, "label": "EMAIL"}]},  # the SSN missed
+        {"id": "b", "spans": [{"start": 5, "end": 19, "label": "PHONE"}]},  # inside the card, wrongly typed
+        {"id": "c", "spans": []},
+    ])
+    alone = _run("--predictions", predictions, "--data", gold_file, "--types", "EMAIL,SSN,CREDIT_CARD,PHONE")
+    backed = _run("--predictions", predictions, "--data", gold_file, "--types", "EMAIL,SSN,CREDIT_CARD,PHONE",
+                  "--backstop", "regex", "--save-predictions", tmp_path / "saved.jsonl")
+    assert (alone["overall"]["tp"], alone["overall"]["fp"], alone["overall"]["fn"]) == (1, 1, 2)
+    # The SSN is added; the card overlaps the system's PHONE span, which stands.
+    assert (backed["overall"]["tp"], backed["overall"]["fp"], backed["overall"]["fn"]) == (2, 1, 1)
+    assert backed["meta"]["backstop"] == "regex"
+    saved = [json.loads(line) for line in (tmp_path / "saved.jsonl").read_text().splitlines()]
+    assert [s["label"] for s in saved[0]["spans"]] == ["EMAIL", "SSN"]
+
+
 def test_merge_types_scores_two_types_as_one_for_every_system(tmp_path):
     """--merge-types DATE_OF_BIRTH=DATE: a system that only knows DATE is not penalised for it, nor is one that
     says DATE_OF_BIRTH; gold, predictions and the compared baseline all see the merged type."""

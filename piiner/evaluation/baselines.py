@@ -26,6 +26,14 @@ class RegexBaseline:
         return [regex_spans(t) for t in texts]
 
 
+def with_backstop(spans_per_text, backstop_per_text):
+    """Per text, the system's spans and those of the backstop that overlap none of them (the system wins)."""
+    merged = []
+    for spans, extra in zip(spans_per_text, backstop_per_text, strict=True):
+        merged.append(non_overlapping((s["start"], s["end"], s["label"]) for s in [*spans, *extra]))
+    return merged
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Presidio (optional extra, requirements-presidio.txt)
 

@@ -16,7 +16,7 @@ import sys
 import time
 from collections import Counter
 
-from piiner.evaluation.baselines import BASELINES, BaselineUnavailable, get_baseline
+from piiner.evaluation.baselines import BASELINES, BaselineUnavailable, get_baseline, with_backstop
 from piiner.evaluation.data import (
     align_predictions,
     check_and_map_spans,
@@ -54,6 +54,8 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
     p.add_argument("--limit", type=int, help="score only the first N rows (after --source)")
     p.add_argument("--device", help="torch device for --model, e.g. cuda:0 (default: CPU)")
+    p.add_argument("--backstop", choices=["regex"], help="add the regex baseline's spans (checksummed identifiers) "
+                   "where the scored system found nothing overlapping: the backstop ablation")
     args = p.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         p.error("--limit must be >= 1")
@@ -143,6 +145,9 @@ def evaluate(args, command=None):
     else:
         raw, seconds = _run_predictor(args, texts)
         pred = _as_tuples(raw)
+    if args.backstop:
+        raw = with_backstop(raw, get_baseline(args.backstop).predict(texts))
+        pred = _as_tuples(raw)
     if args.save_predictions:
         write_predictions(args.save_predictions, rows, raw)
 
@@ -164,6 +169,7 @@ def evaluate(args, command=None):
         "model": args.model,
         "baseline": args.baseline,
         "predictions": args.predictions,
+        "backstop": args.backstop,
         "compare": compare or None,
         "data": args.data,
         "split": args.split,
