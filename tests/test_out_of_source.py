@@ -1,6 +1,7 @@
 """The out-of-source table reads the reports a sweep wrote, beside the in-source ones, and says what is missing."""
 
 import json
+import os
 
 from piiner.evaluation.out_of_source import main
 
@@ -44,3 +45,33 @@ def test_ablation_table_has_a_row_per_variant_run(tmp_path, capsys):
     assert lines[0] == "| variant | btc | gum |"
     assert lines[2].endswith("| 0.610 | 0.550 |") and lines[2].startswith("| piiner (char CNN + gate + CRF")
     assert lines[3] == "| no char CNN | 0.520 | - |" and len(lines) == 4
+
+
+def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp_path, monkeypatch, capsys):
+    import piiner.evaluation.out_of_source as oos
+
+    trained = []
+
+    def fake_trained_without(args, name, held_out, extra=()):
+        trained.append((name, list(extra)))
+        (tmp_path / name).mkdir()
+        return str(tmp_path / name)
+
+    def fake_evaluate(model, data, source, out, baselines=()):
+        f1 = {"variant_2": 0.50, "variant_2_seed7": 0.54, "variant_2_seed9": 0.52}[os.path.basename(model)]
+        (tmp_path / os.path.basename(out)).write_text(json.dumps(_report(f1, 10)))
+
+    monkeypatch.setattr(oos, "trained_without", fake_trained_without)
+    monkeypatch.setattr(oos, "evaluate_source", fake_evaluate)
+    config = tmp_path / "c.yaml"
+    config.write_text("seed: 42\nmax_steps: 10\n")
+    main(["ablation", "--sources", "a,btc", "--held-out", "btc", "--also", "", "--config", str(config), "--data", "d",
+          "--out", str(tmp_path), "--variants", "2", "--train-seeds", "42,7,9"])
+    # The config's seed keeps the plain name (an earlier run without --train-seeds is reused).
+    assert trained == [("variant_2", ["--fusion", "none"]), ("variant_2_seed7", ["--fusion", "none", "--seed", "7"]),
+                       ("variant_2_seed9", ["--fusion", "none", "--seed", "9"])]
+    capsys.readouterr()
+    main(["ablation-table", str(tmp_path)])
+    assert capsys.readouterr().out.splitlines()[2] == "| no char CNN | 0.520 (0.500-0.540, 3 seeds) |"
+    main(["table", str(tmp_path), "--prefix", "eval_variant_2_"])  # other seeds' runs are not sources
+    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 10 | 0.500 (0.500 / 0.500) | - | - |"]

@@ -21,6 +21,7 @@ results as markdown, beside the in-source scores of a model trained on everythin
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -39,6 +40,10 @@ VARIANTS = {
     "no CRF (per-token softmax)": ["--use_crf", "false"],
     "unlabelled types read as O": ["--partial_annotation", "false"],
 }
+
+
+# The report of a run with another training seed: eval_variant_<i>_seed<seed>_<source>.json.
+SEEDED = re.compile(r"^seed\d+_")
 
 
 def evaluate_source(model, data, source, out, baselines=("presidio", "regex")):
@@ -74,6 +79,14 @@ def trained_without(args, name, held_out, extra=()):
     return model
 
 
+def config_seed(path):
+    """The training seed a YAML config sets (TrainingArguments' default, 42, when it sets none)."""
+    import yaml
+
+    with open(path) as f:
+        return int((yaml.safe_load(f) or {}).get("seed", 42))
+
+
 def in_source(args):
     """Every source's test split scored with one model trained on all of them (the reference model)."""
     for source in args.sources.split(","):
@@ -89,16 +102,22 @@ def leave_one_out(args):
 def ablation(args):
     held_out = args.held_out.split(",")
     chosen = {int(i) for i in args.variants.split(",")} if args.variants else set(range(len(VARIANTS)))
+    # The config's own seed keeps the plain names (variant_<i>); another seed is a run of its own, named after it.
+    own_seed = config_seed(args.config)
+    seeds = [None if int(s) == own_seed else int(s) for s in args.train_seeds.split(",")] if args.train_seeds else [None]
     for index, (variant, flags) in enumerate(VARIANTS.items()):
         if index not in chosen:
             continue
-        model = trained_without(args, f"variant_{index}", held_out, flags)
-        for source in held_out + args.also.split(","):
-            if source:
-                evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_variant_{index}_{source}.json"),
-                                baselines=() if index else ("presidio", "regex"))
-        with open(os.path.join(model, "variant.json"), "w") as f:
-            json.dump({"variant": variant, "flags": flags, "held_out": held_out}, f)
+        for seed in seeds:
+            name = f"variant_{index}" + (f"_seed{seed}" if seed is not None else "")
+            extra = flags + (["--seed", str(seed)] if seed is not None else [])
+            model = trained_without(args, name, held_out, extra)
+            for source in held_out + args.also.split(","):
+                if source:
+                    evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_{name}_{source}.json"),
+                                    baselines=() if index or seed is not None else ("presidio", "regex"))
+            with open(os.path.join(model, "variant.json"), "w") as f:
+                json.dump({"variant": variant, "flags": flags, "held_out": held_out, "seed": seed}, f)
 
 
 def _f1(report, system=None):
@@ -115,6 +134,8 @@ def table(args):
                 prefix == "eval_" and name.startswith("eval_variant_")):
             continue
         source = name[len(prefix):-len(".json")]
+        if SEEDED.match(source):  # a run of another training seed (ablation --train-seeds), not this table's
+            continue
         with open(os.path.join(args.folder, name)) as f:
             report = json.load(f)
         if "overall" not in report:  # another tool's file (the Trainer's eval_results.json), not a report
@@ -140,22 +161,33 @@ def table(args):
 
 
 def ablation_table(args):
-    """Markdown: one row per variant that has run (its variant.json), the F1 of each source it was scored on."""
+    """Markdown: one row per variant that has run, the F1 of each source it was scored on; with runs of several
+    training seeds, their mean and range."""
     rows, sources, names = [], [], sorted(os.listdir(args.folder))
     for index, variant in enumerate(VARIANTS):
         scores = {}
         prefix = f"eval_variant_{index}_"
         for name in names:
             if name.startswith(prefix) and name.endswith(".json"):
+                rest = name[len(prefix):-len(".json")]
+                source = SEEDED.sub("", rest)
                 with open(os.path.join(args.folder, name)) as f:
-                    scores[name[len(prefix):-len(".json")]] = _f1(json.load(f))
+                    scores.setdefault(source, []).append(_f1(json.load(f)))
         if scores:
             rows.append((variant, scores))
             sources += [s for s in scores if s not in sources]
     lines = ["| variant | " + " | ".join(sources) + " |", "|---|" + "---|" * len(sources)]
     for variant, scores in rows:
-        lines.append(f"| {variant} | " + " | ".join(f"{scores[s]:.3f}" if s in scores else "-" for s in sources) + " |")
+        lines.append(f"| {variant} | " + " | ".join(_mean_and_range(scores.get(s)) for s in sources) + " |")
     print("\n".join(lines))
+
+
+def _mean_and_range(values):
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{sum(values) / len(values):.3f} ({min(values):.3f}-{max(values):.3f}, {len(values)} seeds)"
 
 
 def parser():
@@ -176,6 +208,8 @@ def parser():
                            help="sources also scored (in source for every variant)")
             s.add_argument("--variants", help=f"indices of the variants to run (default: all): "
                            f"{'; '.join(f'{i} {v}' for i, v in enumerate(VARIANTS))}")
+            s.add_argument("--train-seeds", help="train each variant once per seed (comma-separated; default: the "
+                           "config's seed only); the table gives each score's mean and range over the seeds")
     i = sub.add_parser("in-source", help="every source's test split scored with one model")
     i.add_argument("--model", required=True)
     i.add_argument("--data", required=True)
