@@ -14,6 +14,8 @@ whose steps underflow (emission gaps of hundreds of nats, which no trained model
 torch `crf_marginals`, which works in log space.
 """
 
+import functools
+
 import numba
 import numpy as np
 import torch
@@ -49,30 +51,47 @@ def viterbi_cpu(emissions, mask, start, transitions, end):
     """Best path per row: `(tags (batch, seq_len) int64, -100 off the mask; scores (batch,) float32, 0 for a row
     without a real position)`."""
     emissions, mask, start, transitions, end = _arrays(emissions, mask, start, transitions, end, np.float32)
-    allowed = transitions > FORBIDDEN_SCORE / 2  # [to, from]
-    sources, _ = _padded_neighbours(torch.from_numpy(allowed), torch.from_numpy(transitions))
-    counts = allowed.sum(axis=1)
-    dense = transitions[counts == allowed.shape[1]]  # labels every label may precede ("O", "B-X")
-    spread = float((dense.max(axis=1) - dense.min(axis=1)).max()) if len(dense) else 0.0
+    sources, counts, spread = _viterbi_tables(transitions.tobytes(), transitions.shape)
     batch, seq_len, _ = emissions.shape
     tags = np.empty((batch, seq_len), dtype=np.int64)
     scores = np.empty(batch, dtype=np.float32)
-    _viterbi_rows(emissions, mask, start, transitions, end, np.ascontiguousarray(sources.numpy()), counts,
-                  np.float32(spread), tags, scores)
+    _viterbi_rows(emissions, mask, start, transitions, end, sources, counts, spread, tags, scores)
     return tags, scores
 
 
 def marginals_cpu(emissions, mask, start, transitions, end):
     """p(y_t = label | x) per real position, (batch, seq_len, num_labels) float64, 0 off the mask."""
     emissions, mask, start, transitions, end = _arrays(emissions, mask, start, transitions, end, np.float64)
-    # exp of the start, transition (as [from, to]) and end scores, each shifted by its max: constant shifts cancel
-    # in the normalisation, and forbidden moves become exactly 0.
-    factors = np.ascontiguousarray(np.exp(transitions - transitions.max()).T)
+    start_factors, factors, end_factors = _marginal_factors(start.tobytes(), transitions.tobytes(), end.tobytes(),
+                                                            transitions.shape)
     out = np.empty(emissions.shape, dtype=np.float64)
-    if _marginal_rows(emissions, mask, np.exp(start - start.max()), factors, np.exp(end - end.max()), out):
+    if _marginal_rows(emissions, mask, start_factors, factors, end_factors, out):
         return out
     emissions, start, transitions, end = (torch.from_numpy(x).float() for x in (emissions, start, transitions, end))
     return crf_marginals(emissions, torch.from_numpy(mask), start, transitions, end).double().numpy()
+
+
+# What the loops need from the transition scores, built once per set of scores (a model's are the same on every
+# call; building them cost as much as decoding a short text). Keyed by the scores' bytes, so never stale.
+@functools.lru_cache(maxsize=8)
+def _viterbi_tables(transitions_bytes, shape):
+    transitions = np.frombuffer(transitions_bytes, dtype=np.float32).reshape(shape)
+    allowed = transitions > FORBIDDEN_SCORE / 2  # [to, from]
+    sources, _ = _padded_neighbours(torch.from_numpy(allowed), torch.from_numpy(transitions.copy()))
+    counts = allowed.sum(axis=1)
+    dense = transitions[counts == allowed.shape[1]]  # labels every label may precede ("O", "B-X")
+    spread = float((dense.max(axis=1) - dense.min(axis=1)).max()) if len(dense) else 0.0
+    return np.ascontiguousarray(sources.numpy()), counts, np.float32(spread)
+
+
+@functools.lru_cache(maxsize=8)
+def _marginal_factors(start_bytes, transitions_bytes, end_bytes, shape):
+    """exp of the start, transition (as [from, to]) and end scores, each shifted by its max: constant shifts cancel
+    in the normalisation, and forbidden moves become exactly 0."""
+    start, end = (np.frombuffer(b, dtype=np.float64) for b in (start_bytes, end_bytes))
+    transitions = np.frombuffer(transitions_bytes, dtype=np.float64).reshape(shape)
+    factors = np.ascontiguousarray(np.exp(transitions - transitions.max()).T)
+    return np.exp(start - start.max()), factors, np.exp(end - end.max())
 
 
 def _arrays(emissions, mask, start, transitions, end, dtype):

@@ -132,6 +132,20 @@ def test_compiled_decode_equals_torch_on_the_full_label_set(scale):
     np.testing.assert_allclose(marginals, expected_marginals.double().numpy(), atol=1e-4)  # torch: float32
 
 
+def test_compiled_decode_follows_new_transition_scores_in_place():
+    """The compiled decode keeps what it derives from the transition scores between calls: a model whose scores
+    change (training, an edit in place) must be decoded with the new ones, not the ones of its last call."""
+    emissions, start, transitions, end = random_crf(0, constrained=True)
+    for step in range(3):
+        with torch.no_grad():
+            transitions.add_(torch.randn(transitions.shape, generator=torch.Generator().manual_seed(step)) * 4)
+            transitions.masked_fill_(~bio_constraints(ID2LABEL)[0], FORBIDDEN_SCORE)
+        tags, _, marginals = decode("compiled", emissions, start, transitions, end)
+        expected_tags, _, expected_marginals = decode("torch", emissions, start, transitions, end)
+        assert torch.equal(tags, expected_tags)
+        torch.testing.assert_close(marginals.float(), expected_marginals, atol=1e-4, rtol=1e-4)
+
+
 def test_path_score_and_token_nll_split_exactly():
     emissions, start, transitions, end = random_crf(3, constrained=True)
     tags = torch.tensor([[1, 2, 2, 0], [0, 3, 4, 0], [0, 0, 1, 2], [0, 0, 3, 0], [0, 0, 0, 0]])
