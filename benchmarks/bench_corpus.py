@@ -6,7 +6,7 @@ of a worker as the corpus grows tenfold (it should stay flat: a worker holds one
     python benchmarks/bench_corpus.py --docs 20000 --engines datasets        # regex only
 
 Each setting runs in a fresh process (`python -m piiner.corpus`), timed end to end, model loading included; peak
-memory is the largest resident set of that process and its workers (psutil, sampled every 0.1 s).
+memory is the largest resident set of any one of that process and its workers (psutil, sampled every 0.1 s).
 """
 
 import argparse
@@ -98,7 +98,7 @@ def main(argv=None):
             memory.append((docs, peak))
     print(f"\n{args.docs} documents of ~{args.chars} characters in 4 JSONL files, {args.rows_per_shard} rows per "
           "shard; times include starting the workers and loading the model\n")
-    print("| engine | detector | workers | docs | seconds | docs/s | chars/s | scaling efficiency | peak MB (all processes) |")
+    print("| engine | detector | workers | docs | seconds | docs/s | chars/s | scaling efficiency | peak MB (largest process) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for engine, name, workers, docs, seconds, rate, char_rate, efficiency, peak in rows:
         print(f"| {engine} | {name} | {workers} | {docs} | {seconds:.1f} | {rate:.1f} | {char_rate:,.0f} | "

@@ -68,6 +68,14 @@ def test_a_dataset_is_redacted_in_order_with_its_ids(tmp_path):
     assert [r["id"] for r in got] == list(range(7)) and got[0]["redacted_text"] == "mail [EMAIL]"
 
 
+def test_a_record_with_its_own_error_field_is_an_output_not_a_reject(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text(json.dumps({"id": 1, "text": "mail a@b.org", "error": "none"}) + "\n")
+    summary = redact_corpus(tmp_path / "in", tmp_path / "out", SPEC)
+    assert summary["failed"] == 0 and read_output(tmp_path / "out")[0]["error"] == "none"
+    assert (tmp_path / "out" / "rejects" / "part-00000.jsonl").read_text() == ""
+
+
 def test_a_killed_job_started_again_skips_finished_shards_and_writes_no_duplicates(tmp_path, monkeypatch):
     corpus = write_corpus(tmp_path / "corpus")
     real, calls = job_module.read_shard, []

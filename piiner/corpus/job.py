@@ -10,8 +10,9 @@ Output folder:
 - ``summary.json``: the counts of the whole job, failures by reason.
 
 Engines: ``datasets`` runs shards in `num_proc` worker processes on this machine, each loading the model once;
-``ray`` runs each shard as a Ray Data pipeline (read, `map_batches` with an actor pool of `num_proc` actors that
-load the model in their constructor, write), so it runs unchanged on a cluster whose workers see the paths.
+``ray`` runs the shard list through Ray Data (`map_batches` over an actor pool of `num_proc` actors, each loading
+the model once for the whole job and running shards as the local workers do), so it runs unchanged on a cluster
+whose workers see the paths.
 """
 
 import ctypes
@@ -84,22 +85,34 @@ class Job:
 
 
 def run_shard(job, shard, redactor=None):
-    """Redact one shard and write its files; returns its counts. Written to temporary names and renamed, the done
-    marker last."""
+    """Redact one shard and write its files; returns its counts."""
     redactor = redactor or job.spec.cached()
-    summary = StreamSummary()
     records = read_shard(shard, job.text_field)
     outputs = []
     for start in range(0, len(records), job.spec.batch_size):
-        outputs += process_records(records[start:start + job.spec.batch_size], redactor, job.text_field,
-                                   job.detect_only, summary, {"consecutive_failures": 0})
+        outputs += redact_records(records[start:start + job.spec.batch_size], redactor, job)
+    return write_shard(job, shard, outputs)
+
+
+def redact_records(records, redactor, job):
+    """(output record, failure reason or None) per record, in order: what every engine runs on a batch."""
+    outputs = process_records(records, redactor, job.text_field, job.detect_only, StreamSummary(),
+                              {"consecutive_failures": 0})
+    # A failed record's output is {"line", "error", "id"?}; every other one has "entities".
+    return [(out, None if "entities" in out else record.reason or "detector failed")
+            for (out, _), record in zip(outputs, records)]
+
+
+def write_shard(job, shard, outputs):
+    """A shard's output records, its rejects (the failed records with their reason) and, last, its done marker with
+    its counts, each written to a temporary name and renamed; returns the counts."""
     rows = [out for out, _ in outputs]
-    rejects = [dict(out, reason=r.reason or "detector failed") for (out, _), r in zip(outputs, records)
-               if "error" in out]
+    rejects = [dict(out, reason=reason) for out, reason in outputs if reason]
     write_rows(rows, os.path.join(job.output, f"{shard.name}.{job.output_format}"), job.output_format)
     write_rows(rejects, os.path.join(job.output, "rejects", f"{shard.name}.jsonl"), "jsonl")
-    counts = {"shard": shard.name, "input": shard.path, "records": summary.records, "failed": summary.failed,
-              "failures": dict(summary.failures), "entities": summary.entities}
+    counts = {"shard": shard.name, "input": shard.path, "records": len(rows), "failed": len(rejects),
+              "failures": dict(Counter(reason for _, reason in outputs if reason)),
+              "entities": sum(len(out.get("entities", ())) for out, reason in outputs if not reason)}
     _write_atomically(os.path.join(job.output, "_done", f"{shard.name}.json"), json.dumps(counts).encode())
     return counts
 
