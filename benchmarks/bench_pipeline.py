@@ -210,10 +210,10 @@ def main(argv=None):
         for r in rows:
             print(f"| {r['docs']} x ~{r['size']:,} chars | {r['batch']} | {r['piiner_ms']:,.0f} | "
                   f"{r['stock_ms']:,.0f} | {r['ratio']:.3f} |")
-        if args.int8:
-            torch_ms, int8_ms = int8_row(args.model, args.int8, args.int8_blocks, args.threads)
-            print(f"| int8 ONNX vs this PyTorch pipeline, 1 x ~1,200 chars | 1 | {torch_ms:.1f} | int8 {int8_ms:.1f} "
-                  f"| speed-up {torch_ms / int8_ms:.2f}x |")
+    if args.int8:
+        torch_ms, int8_ms = int8_row(args.model, args.int8, args.int8_blocks, args.threads)
+        print(f"| int8 ONNX vs this PyTorch pipeline, 1 x ~1,200 chars | 1 | {torch_ms:.1f} | int8 {int8_ms:.1f} "
+              f"| speed-up {torch_ms / int8_ms:.2f}x |")
     if args.profile:
         size, batch = (int(x) for x in args.profile.lower().split("x"))
         report_profile(ours, stock, size, batch)
