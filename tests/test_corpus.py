@@ -76,6 +76,19 @@ def test_a_record_with_its_own_error_field_is_an_output_not_a_reject(tmp_path):
     assert (tmp_path / "out" / "rejects" / "part-00000.jsonl").read_text() == ""
 
 
+def test_ray_actors_given_gpus_run_the_model_on_them(tmp_path, monkeypatch):
+    import piiner.corpus.engines as engines
+
+    seen = []
+    monkeypatch.setattr(engines, "run_ray", lambda job, shards, *args: seen.append(job.spec.device))
+    corpus = write_corpus(tmp_path / "corpus")
+    for i, device in enumerate((None, "cuda:1")):
+        with pytest.raises(FileNotFoundError):  # no shard ran, so no done markers: only the spec is under test
+            redact_corpus(corpus, tmp_path / f"out{i}", RedactorSpec(model="m", device=device), engine="ray",
+                          num_gpus=1)
+    assert seen == ["cuda", "cuda:1"]
+
+
 def test_a_killed_job_started_again_skips_finished_shards_and_writes_no_duplicates(tmp_path, monkeypatch):
     corpus = write_corpus(tmp_path / "corpus")
     real, calls = job_module.read_shard, []

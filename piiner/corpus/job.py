@@ -158,10 +158,13 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
         engine: "datasets" (worker processes here) or "ray" (Ray Data; `address` of the cluster, "auto" to join
             the one this machine belongs to, None for a local instance).
         num_proc: worker processes, or Ray actors.
-        num_gpus: GPUs per Ray actor (0 on a CPU cluster).
+        num_gpus: GPUs per Ray actor (0 on a CPU cluster); with GPUs and no `spec.device`, the model runs on the
+            actor's GPU ("cuda"), not on its CPU.
     """
     if output_format not in ("jsonl", "parquet"):
         raise ValueError(f"output_format must be jsonl or parquet, got {output_format!r}")
+    if num_gpus and spec.device is None and spec.detector == "model":
+        spec = dataclasses.replace(spec, device="cuda")
     job = Job(os.fspath(output), spec, text_field, detect_only, output_format)
     shards = plan_shards(source, rows_per_shard)
     todo = pending(job, shards)
