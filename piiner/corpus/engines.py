@@ -38,19 +38,9 @@ class ShardWorker:
     def __init__(self, job):
         self.job, self.redactor = job, job.spec.build()
 
-    def __call__(self, batch):
-        counts = [run_shard(self.job, Shard(**{k: _plain(v) for k, v in row.items()}), self.redactor)
-                  for row in _rows(batch)]
+    def __call__(self, batch):  # a pyarrow.Table of shard fields (batch_format="pyarrow")
+        counts = [run_shard(self.job, Shard(**row), self.redactor) for row in batch.to_pylist()]
         return {"counts": [json.dumps(c) for c in counts]}
-
-
-def _rows(batch):
-    return [dict(zip(batch, values)) for values in zip(*batch.values())]
-
-
-def _plain(value):
-    """A NumPy scalar (as Ray Data hands columns over) as the Python value; None stays None."""
-    return value.item() if hasattr(value, "item") else value
 
 
 def run_ray(job, shards, num_actors, address=None, num_gpus=0):
@@ -63,7 +53,7 @@ def run_ray(job, shards, num_actors, address=None, num_gpus=0):
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False,
                  runtime_env={"env_vars": {"TOKENIZERS_PARALLELISM": "false"}})
     finished = (ray.data.from_items([dataclasses.asdict(shard) for shard in shards])
-                .map_batches(ShardWorker, fn_constructor_kwargs={"job": job}, batch_size=1,
+                .map_batches(ShardWorker, fn_constructor_kwargs={"job": job}, batch_size=1, batch_format="pyarrow",
                              compute=ray.data.ActorPoolStrategy(size=num_actors), num_gpus=num_gpus))
     for _ in finished.iter_rows():  # every shard written by its actor; its counts are in its done marker
         pass
