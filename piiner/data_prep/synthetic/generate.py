@@ -6,9 +6,9 @@ The split is drawn first (80/10/10) and every template in the record comes from 
 validation and test texts never reuse a training template (``group`` lists the template ids used).
 
 What real text varies, records vary: a record may join two or three templates, or repeat one (a log, a form
-letter); its letter case may be all upper (forms, clinical notes) or all lower (chat); its words may carry typos
-and OCR confusions (the values keep their layout, so labels stay exact). ``formats_records`` writes the formats
-test set: the held-out layouts of each identifier (``values.py``) in frames no other record uses.
+letter), and joined templates may run on as one sentence ("...; SSN on file ..."); its letter case may be all upper
+(forms, clinical notes) or all lower (chat); its words may carry typos and OCR confusions (the values keep their
+layout, so labels stay exact). ``formats_records`` writes the formats test set: the held-out layouts of each identifier (``values.py``) in frames no other record uses.
 """
 
 import random
@@ -28,6 +28,8 @@ _SLOT = re.compile(r"<([A-Z_]+|neg:[a-z]+)>")
 # Punctuation glued to a value, as people write it: "(john@x.com)", "\"4111...\"", "[Jane Doe]".
 _WRAPPERS = (("(", ")"), ('"', '"'), ("[", "]"), ("'", "'"), ("<", ">"), ("*", "*"))
 _JOINERS = (" ", " ", "\n", "\n\n", "\t", " | ", " - ", "\r\n")
+# Two statements made one sentence: "Her card ... was declined; SSN on file ...".
+_CLAUSE_JOINERS = ("; ", ", ", " and ", " - ", ": ")
 # Characters OCR confuses and the keys typists hit instead.
 _OCR = {"l": "1", "1": "l", "O": "0", "0": "O", "o": "0", "e": "c", "m": "rn", "S": "5", "B": "8", "I": "l", "g": "q"}
 
@@ -118,7 +120,7 @@ class SyntheticGenerator:
 
     def __init__(self, seed=0, compose_probability=0.35, max_templates=3, negative_fraction=0.1,
                  wrap_probability=0.08, case_probability=0.15, noise_probability=0.08, noise_rate=0.04,
-                 repeat_probability=0.04, carrier_probability=0.15):
+                 repeat_probability=0.04, carrier_probability=0.15, clause_probability=0.4):
         self.seed = seed
         self.compose_probability = compose_probability
         self.max_templates = max_templates
@@ -129,6 +131,7 @@ class SyntheticGenerator:
         self.noise_rate = noise_rate
         self.repeat_probability = repeat_probability
         self.carrier_probability = carrier_probability
+        self.clause_probability = clause_probability
         self.templates = all_templates()
         self.by_split = {s: [t for pii_type in PII_TYPES for t in self.templates[pii_type] if t.split == s]
                          for s, _ in SPLIT_WEIGHTS}
@@ -190,6 +193,10 @@ class SyntheticGenerator:
                 following = rng.choice(self.by_split[split])
             used.append(following)
             joiner = rng.choice(_JOINERS)
+            if rng.random() < self.clause_probability:
+                joiner = rng.choice(_CLAUSE_JOINERS)
+                if parts[-1].endswith(".") and not (spans and spans[-1]["end"] == offset):
+                    parts[-1], offset = parts[-1][:-1], offset - 1  # the sentence goes on; a value keeps its dot
             parts.append(joiner)
             offset = self._render(following, rng, parts, spans, offset + len(joiner), noise)
         record = self._record(f"{SOURCE}-{kind}-{index}", SOURCE, parts, spans, used, split, rng)

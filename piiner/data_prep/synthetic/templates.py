@@ -717,6 +717,16 @@ MORE_TRAINING = {
     "STREET_ADDRESS": ["ADDRESS: <STREET_ADDRESS>\nPHONE: <PHONE>", "shipping to <STREET_ADDRESS> this time"],
     "EMAIL": ["EMAIL: <EMAIL>", "pls email <EMAIL> not my work one"],
 }
+# Contracts and filings: defined terms ("hereinafter", "the Company") are lower-case words or roles, not entities.
+MORE_TRAINING["ORGANIZATION"] += [
+    'This Agreement is entered into by <ORGANIZATION> (hereinafter the "Company") and <PERSON> (the "Executive").',
+    "<ORGANIZATION>, a corporation organized under the laws of <LOCATION> (the Borrower), agrees as follows:"]
+MORE_TRAINING["PERSON"] += ["<PERSON>, hereinafter referred to as the Consultant, accepts the terms below.",
+                            "IN WITNESS WHEREOF, <PERSON>, Chief Executive Officer, has signed this Agreement."]
+# The vocabulary of the sensitive types in its everyday senses: a card "charged", a sales "record", a "positive" test
+# of a build, next to an identifier.
+MORE_TRAINING["CREDIT_CARD"] += ["the card ending <CREDIT_CARD> got charged two times for <neg:amount>"]
+MORE_TRAINING["BANK_ACCOUNT"] = ["Account <BANK_ACCOUNT> was charged a <neg:amount> overdraft fee."]
 for _type, _extra in MORE_TRAINING.items():
     TEMPLATES[_type][-2:-2] = _extra
 
@@ -727,6 +737,10 @@ NEGATIVE_TEMPLATES[-2:-2] = [
     "Total refund of <neg:amount> applied to invoice <neg:order>.",
     "lol no way, see u at the <neg:clinical> thing later",
     "QUANTITY: <neg:count>\nUNIT PRICE: <neg:amount>\nSTATUS: SHIPPED",
+    "We charged a late fee of <neg:amount> on invoice <neg:order>; it was charged twice by mistake.",
+    "Sales hit a record high this quarter: <neg:amount>, a record for the store.",
+    "Battery fully charged after <neg:count> cycles; test results positive, no errors.",
+    "Free of charge on orders over <neg:amount>. Keep a record of order <neg:order>.",
 ]
 
 # -- the "formats" test set: frames no training, validation or test record uses, filled with the held-out layouts

@@ -370,10 +370,28 @@ def username(rng, fake, held_out=False):
     return f"{rng.choice(['the', 'real', 'xX', 'dark', 'its'])}{fake.last_name()}{rng.randint(0, 99)}"
 
 
+# Places as news, encyclopedias and filings name them, beyond cities, states and countries: regions and continents,
+# abbreviations, counties, rivers, lakes and mountains. An article before a name stays outside its span, as the
+# human-labelled corpora mark it ("the Sahara" is LOCATION "Sahara").
+_REGIONS = ("Europe", "Asia", "Africa", "North America", "South America", "Latin America", "Middle East",
+            "Southeast Asia", "Midwest", "New England", "Scandinavia", "Balkans", "Caribbean", "Siberia",
+            "Pacific Northwest", "Central Asia", "Gulf Coast", "Patagonia", "Sahara", "West Africa")
+_PLACE_ABBREVIATIONS = ("U.S.", "US", "USA", "UK", "U.K.", "N.Y.", "Calif.", "Fla.", "Mass.", "D.C.", "NYC", "L.A.")
+
+
 def location(rng, fake, held_out=False):
-    return rng.choice([fake.city(), fake.city(), fake.state(), fake.country(),
-                       rng.choice(["London", "Paris", "Berlin", "Toronto", "Sydney", "Mumbai", "Lagos", "Chicago",
-                                   "São Paulo", "Mexico City", "Seoul", "Dublin", "Nairobi", "Osaka"])])
+    kind = rng.random()
+    if kind < 0.55:
+        return rng.choice([fake.city(), fake.city(), fake.state(), fake.country(),
+                           rng.choice(["London", "Paris", "Berlin", "Toronto", "Sydney", "Mumbai", "Lagos", "Chicago",
+                                       "São Paulo", "Mexico City", "Seoul", "Dublin", "Nairobi", "Osaka"])])
+    if kind < 0.7:
+        return rng.choice(_REGIONS)
+    if kind < 0.8:
+        return rng.choice(_PLACE_ABBREVIATIONS + (fake.state_abbr(),))
+    surname = fake.last_name()
+    return rng.choice((f"{surname} County", f"Lake {surname}", f"Mount {surname}", f"{surname} River",
+                       f"{fake.city()} Bay", f"Port {surname}", f"{surname} Valley", f"North {fake.city()}"))
 
 
 # Organizations as people name them in informal text: brands, banks, carriers, health systems.
@@ -383,10 +401,29 @@ _BRANDS = ("Walmart", "Verizon", "Comcast", "Starbucks", "Amazon", "Google", "De
            "Blue Cross", "Aetna", "McDonald's", "Home Depot", "IKEA", "Lufthansa", "Vodafone", "Santander")
 
 
+# Organizations of news and filings: agencies and bodies (often as acronyms), universities, teams, newspapers, firms.
+_BODIES = ("United Nations", "NATO", "FBI", "European Union", "EU", "NASA", "World Bank", "UNICEF",
+           "Red Cross", "Senate", "Congress", "Supreme Court", "Federal Reserve", "IMF", "BBC",
+           "CNN", "Reuters", "Securities and Exchange Commission", "IRS", "Pentagon", "Interpol", "WHO",
+           "Greenpeace", "Department of Justice", "Harvard", "Oxford University", "IBM", "Sony")
+_TEAM_NAMES = ("Eagles", "Tigers", "Rovers", "United", "Giants", "Wanderers", "Hawks", "Rangers", "City", "Lions")
+
+
 def organization(rng, fake, held_out=False):
-    return rng.choice([fake.company(), fake.company(), rng.choice(_BRANDS),
-                       f"{fake.last_name()} {rng.choice(['Bank', 'Hospital', 'University', 'Clinic', 'Credit Union', 'Labs'])}",
-                       f"{fake.city()} {rng.choice(['Medical Center', 'School District', 'Savings Bank', 'Police Department'])}"])
+    kind = rng.random()
+    if kind < 0.5:
+        return rng.choice([fake.company(), fake.company(), rng.choice(_BRANDS),
+                           f"{fake.last_name()} {rng.choice(['Bank', 'Hospital', 'University', 'Clinic', 'Credit Union', 'Labs'])}",
+                           f"{fake.city()} {rng.choice(['Medical Center', 'School District', 'Savings Bank', 'Police Department'])}"])
+    if kind < 0.65:
+        return rng.choice(_BODIES)
+    place, surname = rng.choice((fake.city(), fake.state())), fake.last_name()
+    return rng.choice((f"University of {place}", f"{place} State University", f"{surname} College",
+                       f"{fake.city()} {rng.choice(_TEAM_NAMES)}", f"The {fake.city()} {rng.choice(['Times', 'Herald', 'Post', 'Tribune', 'Gazette'])}",
+                       f"{surname} & {fake.last_name()} {rng.choice(['LLP', 'LLC', 'Inc.', 'Ltd', 'Partners'])}",
+                       f"{place} Department of {rng.choice(['Transportation', 'Health', 'Revenue', 'Education'])}",
+                       f"Ministry of {rng.choice(['Defence', 'Finance', 'Health', 'Foreign Affairs'])}",
+                       f"{surname} {rng.choice(['Capital', 'Holdings', 'Group', 'Energy', 'Pharmaceuticals'])} {rng.choice(['Inc.', 'Corp.', 'plc', 'LLC', 'AG'])}"))
 
 
 def url(rng, fake, held_out=False):
