@@ -43,3 +43,16 @@ def test_a_password_on_the_line_after_its_label_is_found(tagger):
     text = "Username: jsmith\nPassword:\nTr0ub4dor&3\nPlease change it after your first login."
     found = {e["word"] for e in tagger(text)}
     assert "Tr0ub4dor&3" in found
+
+
+@pytest.mark.parametrize("text, wanted", [
+    ("Her card 4111 1111 1111 1111 was charged twice; SSN on file 123-45-6789.",
+     {("CREDIT_CARD", "4111 1111 1111 1111"), ("SSN", "123-45-6789")}),
+    ("Refund went to card 5500 0000 0000 0004, and the SSN we have is 078-05-1120.",
+     {("CREDIT_CARD", "5500 0000 0000 0004"), ("SSN", "078-05-1120")}),
+])
+def test_two_identifiers_in_one_sentence_are_both_found(tagger, text, wanted):
+    """A sentence holding a card and an SSN lost the SSN (found alone): the words between them ("charged") pulled
+    it toward other types."""
+    found = {(e["type"], e["word"]) for e in tagger(text)}
+    assert wanted <= found, found
