@@ -8,7 +8,8 @@ validation and test texts never reuse a training template (``group`` lists the t
 What real text varies, records vary: a record may join two or three templates, or repeat one (a log, a form
 letter), and joined templates may run on as one sentence ("...; SSN on file ..."); its letter case may be all upper
 (forms, clinical notes) or all lower (chat); its words may carry typos and OCR confusions (the values keep their
-layout, so labels stay exact). ``formats_records`` writes the formats test set: the held-out layouts of each identifier (``values.py``) in frames no other record uses.
+layout, so labels stay exact). ``formats_records`` writes the formats test set: the held-out layouts of each
+identifier (``values.py``) in frames no other record uses.
 """
 
 import random

@@ -695,7 +695,9 @@ def template_split(index, count):
 
 # -- the layouts of real records, added to the training templates of each type ---------------------------------------
 # Clinical notes (shorthand, ward codes, lab values that are not identifiers), upper-case forms, lower-case chat,
-# brands in informal text, short dates. Training only: each list's last two templates stay its validation and test.
+# brands in informal text, short dates; contracts and filings, whose defined terms ("hereinafter", "the Company") are
+# words or roles, not entities; the sensitive types' words in everyday senses (a card "charged") beside an identifier.
+# Training only: each list's last two templates stay its validation and test.
 MORE_TRAINING = {
     "MEDICAL_RECORD": ["Pt seen in <neg:clinical>, MRN <MEDICAL_RECORD>, DOB <DATE_OF_BIRTH>. <neg:lab>; <neg:lab>.",
                        "ADMIT NOTE\nNAME: <PERSON>\nMRN: <MEDICAL_RECORD>\nUNIT: <neg:clinical>"],
@@ -703,30 +705,28 @@ MORE_TRAINING = {
              "Paid <neg:amount> on <DATE>."],
     "PERSON": ["Dr. <PERSON> to see pt in <neg:clinical> re <neg:lab>",
                "omg <PERSON> just texted me lol",
-               "REPORTING OFFICER: <PERSON>\nBADGE: <neg:count>"],
+               "REPORTING OFFICER: <PERSON>\nBADGE: <neg:count>",
+               "<PERSON>, hereinafter referred to as the Consultant, accepts the terms below.",
+               "IN WITNESS WHEREOF, <PERSON>, Chief Executive Officer, has signed this Agreement."],
     "AGE": ["<AGE> y/o <GENDER> c/o SOB, <neg:lab>, sent to <neg:clinical>",
             "<AGE>yo <GENDER> s/p fall, <neg:clinical> x2 days"],
     "PHONE": ["call me back at <PHONE> pls", "PHONE: <PHONE>\nALT PHONE: <PHONE>",
               "Reach the <neg:clinical> desk at <PHONE>."],
     "ORGANIZATION": ["ugh <ORGANIZATION> customer service is the worst", "anyone else's <ORGANIZATION> app down??",
-                     "EMPLOYER: <ORGANIZATION>\nYEARS: <neg:count>"],
+                     "EMPLOYER: <ORGANIZATION>\nYEARS: <neg:count>",
+                     'This Agreement is entered into by <ORGANIZATION> (hereinafter the "Company") and <PERSON> '
+                     '(the "Executive").',
+                     "<ORGANIZATION>, a corporation organized under the laws of <LOCATION> (the Borrower), agrees as "
+                     "follows:"],
     "LOCATION": ["moving to <LOCATION> next month!!", "CITY OF BIRTH: <LOCATION>"],
     "SSN": ["SSN <SSN> / DOB <DATE_OF_BIRTH> / <neg:amount> owed"],
-    "CREDIT_CARD": ["card was <CREDIT_CARD> and the total was <neg:amount>"],
+    "CREDIT_CARD": ["card was <CREDIT_CARD> and the total was <neg:amount>",
+                    "the card ending <CREDIT_CARD> got charged two times for <neg:amount>"],
+    "BANK_ACCOUNT": ["Account <BANK_ACCOUNT> was charged a <neg:amount> overdraft fee."],
     "HEALTH_CONDITION": ["Hx of <HEALTH_CONDITION>, on <neg:clinical> meds, <neg:lab>"],
     "STREET_ADDRESS": ["ADDRESS: <STREET_ADDRESS>\nPHONE: <PHONE>", "shipping to <STREET_ADDRESS> this time"],
     "EMAIL": ["EMAIL: <EMAIL>", "pls email <EMAIL> not my work one"],
 }
-# Contracts and filings: defined terms ("hereinafter", "the Company") are lower-case words or roles, not entities.
-MORE_TRAINING["ORGANIZATION"] += [
-    'This Agreement is entered into by <ORGANIZATION> (hereinafter the "Company") and <PERSON> (the "Executive").',
-    "<ORGANIZATION>, a corporation organized under the laws of <LOCATION> (the Borrower), agrees as follows:"]
-MORE_TRAINING["PERSON"] += ["<PERSON>, hereinafter referred to as the Consultant, accepts the terms below.",
-                            "IN WITNESS WHEREOF, <PERSON>, Chief Executive Officer, has signed this Agreement."]
-# The vocabulary of the sensitive types in its everyday senses: a card "charged", a sales "record", a "positive" test
-# of a build, next to an identifier.
-MORE_TRAINING["CREDIT_CARD"] += ["the card ending <CREDIT_CARD> got charged two times for <neg:amount>"]
-MORE_TRAINING["BANK_ACCOUNT"] = ["Account <BANK_ACCOUNT> was charged a <neg:amount> overdraft fee."]
 for _type, _extra in MORE_TRAINING.items():
     TEMPLATES[_type][-2:-2] = _extra
 
