@@ -33,10 +33,8 @@ from piiner.export.onnx_export import (
 )
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_numba import crf_decode_cpu
-from piiner.encoding_piiner import encode_texts, trim_char_ids
-
-# onnxruntime's graph optimisations that make this graph slower on the CPU. SkipLayerNormFusion merges each residual
 from piiner.decoding_piiner import decode_entities, merge_windows
+from piiner.encoding_piiner import encode_texts, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
 # slower here than the Add + LayerNormalization it replaces (`benchmarks/bench_onnx_session.py` times both).
