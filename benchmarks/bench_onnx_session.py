@@ -1,7 +1,9 @@
 """onnxruntime's graph optimisations on an exported piiner graph: the graph call on ~1,200-character documents with
 onnxruntime's defaults and with `export.onnx_runtime.DISABLED_OPTIMIZERS` turned off (or any set given), calls
-interleaved so machine noise hits every variant alike. Prints a table, and the top operators by kernel time when
-asked (`--profile`).
+interleaved so machine noise hits every variant alike. Prints a table, and with `--profile` the top operators by
+kernel time and each graph's time by part: products with a weight matrix (what int8 speeds up), attention (its
+activation-by-activation products and softmax, fp32 in every graph) and the rest; from the fp32 graph's parts, the
+int8 ceiling: the fp32 graph with its weight products at a quarter of their time.
 
     .venv/bin/python benchmarks/bench_onnx_session.py --onnx-dir runs/quickstart/onnx --threads 1
 """
@@ -26,8 +28,8 @@ from piiner.encoding_piiner import encode_texts  # noqa: E402
 BLOCK = 5  # calls of one variant in a row
 
 
-def top_operators(path, threads, disabled, feeds, calls, k):
-    """Kernel milliseconds per call by operator type, from onnxruntime's profiler."""
+def profile_events(path, threads, disabled, feeds, calls):
+    """onnxruntime's per-node kernel events of `calls` calls."""
     sess = cpu_session(path, threads, disabled, profile=True)
     for _ in range(calls):
         sess.run(None, feeds)
@@ -35,11 +37,41 @@ def top_operators(path, threads, disabled, feeds, calls, k):
     with open(trace) as f:
         events = json.load(f)
     os.remove(trace)
+    return [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+
+
+def top_operators(events, calls, k):
+    """Kernel milliseconds per call by operator type."""
     per_op = collections.Counter()
     for event in events:
-        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
-            per_op[event["args"]["op_name"]] += event["dur"] / 1000 / calls
+        per_op[event["args"]["op_name"]] += event["dur"] / 1000 / calls
     return per_op.most_common(k)
+
+
+PRODUCTS = {"MatMul", "FusedMatMul", "Gemm", "MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul"}
+INT8_SIDE = {"DynamicQuantizeLinear"}  # quantising an activation for the weight product that follows
+# Ceiling of int8 matrix products against fp32 on this CPU (VNNI: four int8 products per fp32 lane).
+INT8_PRODUCT_SPEEDUP = 4.0
+
+
+def part_of(event):
+    """"weights", "attention" or "rest". The profiler lists activation inputs only (initializers have no shape
+    there): a product of two 4-D activations is attention's (scores, or scores times values); a product with one
+    listed input multiplies it by a weight."""
+    op = event["args"]["op_name"]
+    shapes = [list(x.values())[0] for x in event["args"].get("input_type_shape", [])]
+    if op == "Softmax" or (op in PRODUCTS and sum(len(shape) == 4 for shape in shapes) >= 2):
+        return "attention"
+    if op in PRODUCTS or op in INT8_SIDE:
+        return "weights"
+    return "rest"
+
+
+def parts(events, calls):
+    out = collections.Counter()
+    for event in events:
+        out[part_of(event)] += event["dur"] / 1000 / calls
+    return out
 
 
 def main(argv=None):
@@ -83,9 +115,25 @@ def main(argv=None):
         print(f"| {graph} | {label} | {1000 * statistics.median(times[i]):.1f} | "
               f"{1000 * np.percentile(times[i], 25):.1f} | {gap:.2g} |")
     if args.profile:
+        calls, by_part = 10, {}
         for graph, label, off in variants:
-            ops = top_operators(os.path.join(args.onnx_dir, graph), args.threads, off, feeds, 10, args.profile)
+            events = profile_events(os.path.join(args.onnx_dir, graph), args.threads, off, feeds, calls)
+            ops = top_operators(events, calls, args.profile)
             print(f"\n{graph}, {label}: " + ", ".join(f"{op} {ms:.2f} ms" for op, ms in ops))
+            by_part[graph, label] = parts(events, calls)
+        print("\n| graph | optimisations | weight products ms | attention ms | rest ms | kernels ms |")
+        print("|---|---|---|---|---|---|")
+        for (graph, label), p in by_part.items():
+            print(f"| {graph} | {label} | {p['weights']:.1f} | {p['attention']:.1f} | {p['rest']:.1f} | "
+                  f"{sum(p.values()):.1f} |")
+        for (graph, label), p in by_part.items():
+            if "int8" in graph:
+                continue
+            total = sum(p.values())
+            ceiling = total - p["weights"] * (1 - 1 / INT8_PRODUCT_SPEEDUP)
+            print(f"\nceiling ({graph}, {label}): its weight products at 1/{INT8_PRODUCT_SPEEDUP:g} of their time, "
+                  f"attention and the rest as they are: {ceiling:.1f} ms of kernels, {total / ceiling:.2f}x the fp32 "
+                  f"graph's {total:.1f} ms")
 
 
 if __name__ == "__main__":

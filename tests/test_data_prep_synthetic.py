@@ -191,3 +191,19 @@ def test_places_and_organizations_go_beyond_cities_and_company_names():
     assert any(o.startswith("University of ") for o in orgs) and {"NATO", "FBI", "United Nations"} & orgs
     # an article stays outside the span, as the human-labelled corpora mark it
     assert not any(v.lower().startswith("the ") for v in places)
+
+
+def test_dense_notes_join_four_to_seven_templates_in_training_and_in_their_own_test_set():
+    generator = SyntheticGenerator(seed=3)
+    joined = [r["group"].count("+") + 1 for r in generator.records(20)]
+    # Most records hold one to three templates; some are dense notes of four to seven (a call note with a name,
+    # a date of birth, a phone, a card and an SSN), which the model must see to read the fifth identifier.
+    assert max(joined) <= 7 and 0.03 < sum(n >= 4 for n in joined) / len(joined) < 0.15
+    dense = list(generator.dense_records(40))
+    test_ids = {t.template_id for t in generator.by_split["test"]}
+    for r in dense:
+        assert all(r["text"][s["start"]:s["end"]] == s["value"] for s in r["spans"])
+        check_record(clean_record(r, Audit()))
+        assert r["source"] == "dense" and r["split"] == "test"
+        assert 4 <= len(r["group"].split("+")) <= 7 and set(r["group"].split("+")) <= test_ids
+    assert [r["text"] for r in generator.dense_records(3)] == [r["text"] for r in dense[:3]]

@@ -13,9 +13,11 @@ from .split import assign_splits
 from .synthetic import SyntheticGenerator
 
 DEFAULT_SOURCES = ("synthetic", "presidio", "wnut17")
-# Made by the synthetic generator, not read: "formats" is the test set of held-out identifier layouts.
-GENERATED = ("synthetic", "formats")
+# Made by the synthetic generator, not read: "formats" is the test set of held-out identifier layouts, "dense" the
+# test set of notes joining four to seven held-out templates.
+GENERATED = ("synthetic", "formats", "dense")
 FORMATS_PER_TYPE = 40
+DENSE_RECORDS = 300
 DEFAULT_SYNTHETIC_PER_TYPE = 200
 COLUMNS = ("id", "source", "text", "spans", "group", "labelled_types")
 
@@ -51,10 +53,11 @@ def collect(sources, from_dirs, synthetic_per_type, seed, audit):
         if SOURCES[record["source"]].written_by_people:
             carriers.setdefault(record["split"], []).append(record)
     generator = SyntheticGenerator(seed=seed)
+    made = {"synthetic": lambda: generator.records(synthetic_per_type, carriers),
+            "formats": lambda: generator.formats_records(FORMATS_PER_TYPE),
+            "dense": lambda: generator.dense_records(DENSE_RECORDS)}
     for name in (s for s in sources if s in GENERATED):
-        raw_records = generator.records(synthetic_per_type, carriers) if name == "synthetic" else \
-            generator.formats_records(FORMATS_PER_TYPE)
-        for raw in raw_records:
+        for raw in made[name]():
             audit.read(name)
             cleaned = clean_record(raw, audit)
             if cleaned is not None:

@@ -40,6 +40,8 @@ KNOWN_SOURCES = {
     "gretel_masking": {"name": "gretelai/gretel-pii-masking-en-v1", "license": "Apache-2.0"},
     "formats": {"name": "piiner formats test set (held-out identifier layouts, this repository)",
                 "license": "Apache-2.0"},
+    "dense": {"name": "piiner dense test set (four to seven held-out templates in one text, this repository)",
+              "license": "Apache-2.0"},
     "btc": {"name": "Broad Twitter Corpus (sections A, B, E, F, G, H)", "license": "CC-BY-4.0",
             "url": "https://github.com/GateNLP/broad_twitter_corpus",
             "citation": "Derczynski, Bontcheva and Roberts. Broad Twitter Corpus: A Diverse Named Entity Recognition "

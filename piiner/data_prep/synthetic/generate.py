@@ -6,10 +6,12 @@ The split is drawn first (80/10/10) and every template in the record comes from 
 validation and test texts never reuse a training template (``group`` lists the template ids used).
 
 What real text varies, records vary: a record may join two or three templates, or repeat one (a log, a form
-letter), and joined templates may run on as one sentence ("...; SSN on file ..."); its letter case may be all upper
+letter), and joined templates may run on as one sentence ("...; SSN on file ..."); a few records are dense notes of
+four to seven templates (a call note with a name, a date of birth, a phone, a card and an SSN); its letter case may be all upper
 (forms, clinical notes) or all lower (chat); its words may carry typos and OCR confusions (the values keep their
 layout, so labels stay exact). ``formats_records`` writes the formats test set: the held-out layouts of each
-identifier (``values.py``) in frames no other record uses.
+identifier (``values.py``) in frames no other record uses; ``dense_records`` the dense test set: four to seven
+test-split templates in one text.
 """
 
 import random
@@ -24,6 +26,7 @@ from .values import GENERATORS, NEGATIVES
 
 SOURCE = "synthetic"
 FORMATS_SOURCE = "formats"
+DENSE_SOURCE = "dense"
 SPLIT_WEIGHTS = (("train", 0.8), ("validation", 0.1), ("test", 0.1))
 _SLOT = re.compile(r"<([A-Z_]+|neg:[a-z]+)>")
 # Punctuation glued to a value, as people write it: "(john@x.com)", "\"4111...\"", "[Jane Doe]".
@@ -121,7 +124,8 @@ class SyntheticGenerator:
 
     def __init__(self, seed=0, compose_probability=0.35, max_templates=3, negative_fraction=0.1,
                  wrap_probability=0.08, case_probability=0.15, noise_probability=0.08, noise_rate=0.04,
-                 repeat_probability=0.04, carrier_probability=0.15, clause_probability=0.4):
+                 repeat_probability=0.04, carrier_probability=0.15, clause_probability=0.4,
+                 dense_probability=0.08, dense_templates=(4, 7)):
         self.seed = seed
         self.compose_probability = compose_probability
         self.max_templates = max_templates
@@ -133,6 +137,8 @@ class SyntheticGenerator:
         self.repeat_probability = repeat_probability
         self.carrier_probability = carrier_probability
         self.clause_probability = clause_probability
+        self.dense_probability = dense_probability
+        self.dense_templates = dense_templates
         self.templates = all_templates()
         self.by_split = {s: [t for pii_type in PII_TYPES for t in self.templates[pii_type] if t.split == s]
                          for s, _ in SPLIT_WEIGHTS}
@@ -187,8 +193,28 @@ class SyntheticGenerator:
             for _ in range(rng.randint(2, 7)):
                 parts.append(joiner)
                 offset = self._render(first, rng, parts, spans, offset + len(joiner), noise)
-        # Each further template with compose_probability, up to max_templates: texts with several entities.
-        while kind != "negative" and len(used) < self.max_templates and rng.random() < self.compose_probability:
+        if kind != "negative":
+            self._compose(rng, split, used, parts, spans, offset, noise, self._template_count(rng))
+        record = self._record(f"{SOURCE}-{kind}-{index}", SOURCE, parts, spans, used, split, rng)
+        pool = (carriers or {}).get(split)
+        if pool and kind != "negative" and rng.random() < self.carrier_probability:
+            record = set_into(record, pool[rng.randrange(len(pool))], rng)
+        return record
+
+    def _template_count(self, rng):
+        """How many templates a record joins: with dense_probability a dense note (dense_templates), else one more
+        with compose_probability each, up to max_templates."""
+        if rng.random() < self.dense_probability:
+            return rng.randint(*self.dense_templates)
+        total = 1
+        while total < self.max_templates and rng.random() < self.compose_probability:
+            total += 1
+        return total
+
+    def _compose(self, rng, split, used, parts, spans, offset, noise, total):
+        """Templates of `split` after the ones `used` until there are `total`, each joined by whitespace or a
+        separator, or run on as one sentence."""
+        while len(used) < total:
             following = rng.choice(self.by_split[split])
             if following in used:
                 following = rng.choice(self.by_split[split])
@@ -200,11 +226,7 @@ class SyntheticGenerator:
                     parts[-1], offset = parts[-1][:-1], offset - 1  # the sentence goes on; a value keeps its dot
             parts.append(joiner)
             offset = self._render(following, rng, parts, spans, offset + len(joiner), noise)
-        record = self._record(f"{SOURCE}-{kind}-{index}", SOURCE, parts, spans, used, split, rng)
-        pool = (carriers or {}).get(split)
-        if pool and kind != "negative" and rng.random() < self.carrier_probability:
-            record = set_into(record, pool[rng.randrange(len(pool))], rng)
-        return record
+        return offset
 
     def _record(self, record_id, source, parts, spans, used, split, rng):
         text = "".join(parts)
@@ -236,6 +258,18 @@ class SyntheticGenerator:
                 self._render(template, rng, parts, spans, 0, held_out=True)
                 yield self._record(f"{FORMATS_SOURCE}-{pii_type}-{index}", FORMATS_SOURCE, parts, spans, [template],
                                    "test", rng)
+
+    def dense_records(self, count):
+        """The dense test set: `count` records of four to seven test-split templates each (no training template)."""
+        for index in range(count):
+            rng = random.Random(f"{self.seed}/dense/{index}")
+            self.fake.seed_instance(rng.getrandbits(64))
+            used = [rng.choice(self.by_split["test"])]
+            parts, spans = [], []
+            noise = self.noise_rate if rng.random() < self.noise_probability else 0.0
+            offset = self._render(used[0], rng, parts, spans, 0, noise)
+            self._compose(rng, "test", used, parts, spans, offset, noise, rng.randint(*self.dense_templates))
+            yield self._record(f"{DENSE_SOURCE}-{index}", DENSE_SOURCE, parts, spans, used, "test", rng)
 
     def records(self, per_type, carriers=None):
         for pii_type in PII_TYPES:
