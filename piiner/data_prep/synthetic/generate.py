@@ -6,8 +6,7 @@ The split is drawn first (80/10/10) and every template in the record comes from 
 validation and test texts never reuse a training template (``group`` lists the template ids used).
 
 What real text varies, records vary: a record may join two or three templates, or repeat one (a log, a form
-letter), and joined templates may run on as one sentence ("...; SSN on file ..."); a few records are dense notes of
-four to seven templates (a call note with a name, a date of birth, a phone, a card and an SSN); its letter case may be all upper
+letter), and joined templates may run on as one sentence ("...; SSN on file ..."); its letter case may be all upper
 (forms, clinical notes) or all lower (chat); its words may carry typos and OCR confusions (the values keep their
 layout, so labels stay exact). ``formats_records`` writes the formats test set: the held-out layouts of each
 identifier (``values.py``) in frames no other record uses; ``dense_records`` the dense test set: four to seven
@@ -124,8 +123,7 @@ class SyntheticGenerator:
 
     def __init__(self, seed=0, compose_probability=0.35, max_templates=3, negative_fraction=0.1,
                  wrap_probability=0.08, case_probability=0.15, noise_probability=0.08, noise_rate=0.04,
-                 repeat_probability=0.04, carrier_probability=0.15, clause_probability=0.4,
-                 dense_probability=0.08, dense_templates=(4, 7)):
+                 repeat_probability=0.04, carrier_probability=0.15, clause_probability=0.4, dense_templates=(4, 7)):
         self.seed = seed
         self.compose_probability = compose_probability
         self.max_templates = max_templates
@@ -137,7 +135,6 @@ class SyntheticGenerator:
         self.repeat_probability = repeat_probability
         self.carrier_probability = carrier_probability
         self.clause_probability = clause_probability
-        self.dense_probability = dense_probability
         self.dense_templates = dense_templates
         self.templates = all_templates()
         self.by_split = {s: [t for pii_type in PII_TYPES for t in self.templates[pii_type] if t.split == s]
@@ -194,27 +191,19 @@ class SyntheticGenerator:
                 parts.append(joiner)
                 offset = self._render(first, rng, parts, spans, offset + len(joiner), noise)
         if kind != "negative":
-            self._compose(rng, split, used, parts, spans, offset, noise, self._template_count(rng))
+            # Each further template with compose_probability, up to max_templates: texts with several entities.
+            self._compose(rng, split, used, parts, spans, offset, noise,
+                          lambda: len(used) < self.max_templates and rng.random() < self.compose_probability)
         record = self._record(f"{SOURCE}-{kind}-{index}", SOURCE, parts, spans, used, split, rng)
         pool = (carriers or {}).get(split)
         if pool and kind != "negative" and rng.random() < self.carrier_probability:
             record = set_into(record, pool[rng.randrange(len(pool))], rng)
         return record
 
-    def _template_count(self, rng):
-        """How many templates a record joins: with dense_probability a dense note (dense_templates), else one more
-        with compose_probability each, up to max_templates."""
-        if rng.random() < self.dense_probability:
-            return rng.randint(*self.dense_templates)
-        total = 1
-        while total < self.max_templates and rng.random() < self.compose_probability:
-            total += 1
-        return total
-
-    def _compose(self, rng, split, used, parts, spans, offset, noise, total):
-        """Templates of `split` after the ones `used` until there are `total`, each joined by whitespace or a
-        separator, or run on as one sentence."""
-        while len(used) < total:
+    def _compose(self, rng, split, used, parts, spans, offset, noise, more):
+        """Templates of `split` after the ones `used`, one more while `more()` says so, each joined by whitespace or
+        a separator, or run on as one sentence."""
+        while more():
             following = rng.choice(self.by_split[split])
             if following in used:
                 following = rng.choice(self.by_split[split])
@@ -268,7 +257,8 @@ class SyntheticGenerator:
             parts, spans = [], []
             noise = self.noise_rate if rng.random() < self.noise_probability else 0.0
             offset = self._render(used[0], rng, parts, spans, 0, noise)
-            self._compose(rng, "test", used, parts, spans, offset, noise, rng.randint(*self.dense_templates))
+            total = rng.randint(*self.dense_templates)
+            self._compose(rng, "test", used, parts, spans, offset, noise, lambda: len(used) < total)
             yield self._record(f"{DENSE_SOURCE}-{index}", DENSE_SOURCE, parts, spans, used, "test", rng)
 
     def records(self, per_type, carriers=None):
