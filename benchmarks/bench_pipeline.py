@@ -44,7 +44,8 @@ def build_pipelines(model_dir):
     torch.manual_seed(0)
     if model_dir:
         model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
-        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        # With the config given, AutoTokenizer does not resolve the remote-code config again (and ask to trust it).
+        tokenizer = AutoTokenizer.from_pretrained(model_dir, config=model.config)
     else:
         model = PiiNerForTokenClassification.from_backbone(get_model_path()).eval()
         tokenizer = AutoTokenizer.from_pretrained(get_model_path())
