@@ -283,7 +283,7 @@ def test_loss_is_the_crf_nll_weighted_by_the_tier_of_each_gold_token(run_inputs,
 def test_missing_quickstart_corpus_names_the_command_that_builds_it(tmp_path):
     argv = ["--config", os.path.join(REPO_ROOT, "configs", "quickstart.yaml"), "--dataset", "data/__missing__",
             "--output_dir", str(tmp_path)]
-    with pytest.raises(SystemExit, match="piiner-data build --sources synthetic,presidio,wnut17,btc,.*,formats --out data/__missing__"):
+    with pytest.raises(SystemExit, match="piiner-data build --sources synthetic,presidio,wnut17,btc,.*,formats,dense --out data/__missing__"):
         main(argv)
 
 
