@@ -40,12 +40,12 @@ def profile_events(path, threads, disabled, feeds, calls):
     return [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
 
 
-def top_operators(events, calls, k):
-    """Kernel milliseconds per call by operator type."""
-    per_op = collections.Counter()
+def kernel_ms(events, calls, key):
+    """Kernel milliseconds per call, summed by `key(event)`."""
+    out = collections.Counter()
     for event in events:
-        per_op[event["args"]["op_name"]] += event["dur"] / 1000 / calls
-    return per_op.most_common(k)
+        out[key(event)] += event["dur"] / 1000 / calls
+    return out
 
 
 PRODUCTS = {"MatMul", "FusedMatMul", "Gemm", "MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul"}
@@ -65,13 +65,6 @@ def part_of(event):
     if op in PRODUCTS or op in INT8_SIDE:
         return "weights"
     return "rest"
-
-
-def parts(events, calls):
-    out = collections.Counter()
-    for event in events:
-        out[part_of(event)] += event["dur"] / 1000 / calls
-    return out
 
 
 def main(argv=None):
@@ -118,9 +111,9 @@ def main(argv=None):
         calls, by_part = 10, {}
         for graph, label, off in variants:
             events = profile_events(os.path.join(args.onnx_dir, graph), args.threads, off, feeds, calls)
-            ops = top_operators(events, calls, args.profile)
+            ops = kernel_ms(events, calls, lambda event: event["args"]["op_name"]).most_common(args.profile)
             print(f"\n{graph}, {label}: " + ", ".join(f"{op} {ms:.2f} ms" for op, ms in ops))
-            by_part[graph, label] = parts(events, calls)
+            by_part[graph, label] = kernel_ms(events, calls, part_of)
         print("\n| graph | optimisations | weight products ms | attention ms | rest ms | kernels ms |")
         print("|---|---|---|---|---|---|")
         for (graph, label), p in by_part.items():

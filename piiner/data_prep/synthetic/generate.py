@@ -141,6 +141,13 @@ class SyntheticGenerator:
                          for s, _ in SPLIT_WEIGHTS}
         self.fake = faker.Faker("en_US")
 
+    def _record_rng(self, key):
+        """The random source of one record, seeded from (seed, key), with Faker reseeded from it: a record is the
+        same whatever was generated before it."""
+        rng = random.Random(f"{self.seed}/{key}")
+        self.fake.seed_instance(rng.getrandbits(64))
+        return rng
+
     def _draw_split(self, rng):
         r = rng.random()
         for split, weight in SPLIT_WEIGHTS:
@@ -175,8 +182,7 @@ class SyntheticGenerator:
     def make_record(self, kind, index, carriers=None):
         """One record: ``kind`` is a PII type (the template's main subject) or "negative". With `carriers` ({split:
         human-labelled real records}), some records set their PII into a real text of their split."""
-        rng = random.Random(f"{self.seed}/{kind}/{index}")
-        self.fake.seed_instance(rng.getrandbits(64))
+        rng = self._record_rng(f"{kind}/{index}")
         split = self._draw_split(rng)
         first = rng.choice([t for t in self.templates[kind] if t.split == split])
         used = [first]
@@ -215,7 +221,6 @@ class SyntheticGenerator:
                     parts[-1], offset = parts[-1][:-1], offset - 1  # the sentence goes on; a value keeps its dot
             parts.append(joiner)
             offset = self._render(following, rng, parts, spans, offset + len(joiner), noise)
-        return offset
 
     def _record(self, record_id, source, parts, spans, used, split, rng):
         text = "".join(parts)
@@ -240,8 +245,7 @@ class SyntheticGenerator:
         for pii_type, frames in FORMAT_TEMPLATES.items():
             templates = [Template(f"formats/{pii_type}/{i}", "test", t) for i, t in enumerate(frames)]
             for index in range(per_type):
-                rng = random.Random(f"{self.seed}/formats/{pii_type}/{index}")
-                self.fake.seed_instance(rng.getrandbits(64))
+                rng = self._record_rng(f"formats/{pii_type}/{index}")
                 template = rng.choice(templates)
                 parts, spans = [], []
                 self._render(template, rng, parts, spans, 0, held_out=True)
@@ -251,8 +255,7 @@ class SyntheticGenerator:
     def dense_records(self, count):
         """The dense test set: `count` records of four to seven test-split templates each (no training template)."""
         for index in range(count):
-            rng = random.Random(f"{self.seed}/dense/{index}")
-            self.fake.seed_instance(rng.getrandbits(64))
+            rng = self._record_rng(f"dense/{index}")
             used = [rng.choice(self.by_split["test"])]
             parts, spans = [], []
             noise = self.noise_rate if rng.random() < self.noise_probability else 0.0
