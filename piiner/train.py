@@ -153,13 +153,22 @@ def main(argv=None, extra_callbacks=()):
             "%s: %d records -> %d windows; %d of %d spans have a boundary inside a token (unreachable by strict "
             "span match)", name, len(recs), len(feats), sum(feats["unreachable_spans"]), n_spans,
         )
+    sources = set(train_records["source"]) if "source" in train_records.column_names else set()
+    unknown = set(data_args.repeats_by_source) - sources
+    if unknown:
+        raise SystemExit(
+            f"source_repeats names {sorted(unknown)}, which no training record comes from "
+            f"(training sources: {sorted(sources) or 'none named: the records have no source field'})"
+        )
     train_features, n_oversampled = oversample(
-        train_features, train_records, data_args.oversampled_tiers, data_args.oversample_factor
+        train_features, train_records, data_args.oversampled_tiers, data_args.oversample_factor,
+        data_args.repeats_by_source,
     )
     if n_oversampled:
         logger.info(
-            "oversampling: %d records with tier %s spans appear %dx -> %d training windows",
-            n_oversampled, data_args.oversample_tiers, data_args.oversample_factor, len(train_features),
+            "oversampling: %d records repeated (tier %s spans x%d; sources %s) -> %d training windows",
+            n_oversampled, data_args.oversample_tiers, data_args.oversample_factor,
+            data_args.source_repeats or "none", len(train_features),
         )
 
     class_weights = None

@@ -325,6 +325,12 @@ def test_records_entering_training_are_checked_sorted_and_rejected_by_name(run_i
     assert "training: 3 of 4 records rejected" in logged and "past-the-end" in logged
 
 
+def test_source_repeats_naming_a_source_with_no_training_record_is_an_error(run_inputs, tmp_path):
+    backbone, data = run_inputs
+    with pytest.raises(SystemExit, match=r"source_repeats names \['wnut\'\], which no training record comes from"):
+        main(train_argv(backbone, data, str(tmp_path / "run"), "--source_repeats", "wnut=3", "--max_steps", "1"))
+
+
 def test_a_non_empty_output_dir_is_refused_unless_resuming_or_overwriting(run_inputs, tmp_path):
     backbone, data = run_inputs
     out = tmp_path / "run"

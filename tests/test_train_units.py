@@ -9,7 +9,7 @@ from conftest import tiny_bert_config
 
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.pii_schema import LABEL2ID
-from piiner.training.args import parse_args, parse_tier_weights
+from piiner.training.args import DataArguments, parse_args, parse_tier_weights
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
 from piiner.training.collator import PiiNerCollator
 from piiner.training.features import align_labels, build_features, oversample
@@ -165,6 +165,25 @@ def test_oversampling_repeats_windows_of_records_with_rare_tier_spans():
     features = datasets.Dataset.from_dict({"example_index": [0, 0, 1]})
     out, n = oversample(features, records, {1}, 3)
     assert n == 1 and out["example_index"] == [0, 0, 0, 0, 0, 0, 1]
+
+
+def test_source_repeats_multiply_with_the_tier_oversampling():
+    records = datasets.Dataset.from_list(
+        [
+            {"id": "a", "source": "synthetic", "text": "x", "spans": [{"start": 0, "end": 1, "label": "SSN"}]},
+            {"id": "b", "source": "wnut17", "text": "y", "spans": [{"start": 0, "end": 1, "label": "PERSON"}]},
+            {"id": "c", "source": "presidio", "text": "z", "spans": [{"start": 0, "end": 1, "label": "SSN"}]},
+        ]
+    )
+    features = datasets.Dataset.from_dict({"example_index": [0, 1, 1, 2]})
+    out, n = oversample(features, records, {1}, 2, {"wnut17": 3, "presidio": 2})
+    assert n == 3 and out["example_index"] == [0, 0] + [1] * 6 + [2] * 4
+
+
+@pytest.mark.parametrize("text", ["presidio", "presidio=0", "=2", "presidio=two"])
+def test_a_malformed_source_repeats_entry_is_an_error_naming_it(text):
+    with pytest.raises(ValueError, match="source_repeats entry"):
+        DataArguments(dataset="d", source_repeats=text)
 
 
 def test_collator_pads_every_input_including_char_ids():

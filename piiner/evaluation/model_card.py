@@ -372,7 +372,8 @@ def training_card_inputs(trainer, data_args, train_records, n_oversampled, repor
     args = trainer.args
     summary = {
         "training records": f"{len(train_records):,}" + (
-            f" ({n_oversampled:,} with tier {data_args.oversample_tiers} spans oversampled x{data_args.oversample_factor})"
+            f" ({n_oversampled:,} repeated: tier {data_args.oversample_tiers} spans x{data_args.oversample_factor}"
+            + (f", sources {data_args.source_repeats}" if data_args.source_repeats else "") + ")"
             if n_oversampled else ""
         ),
         "optimizer steps": f"{trainer.state.global_step} (epochs: {trainer.state.epoch or 0:.2f})",

@@ -125,6 +125,13 @@ class DataArguments:
         },
     )
     oversample_tiers: str = field(default="1", metadata={"help": "Comma-separated tiers to oversample."})
+    source_repeats: str | None = field(
+        default=None,
+        metadata={
+            "help": "SOURCE=N,...: each training record of SOURCE appears N times (times the tier oversampling), "
+            "e.g. 'presidio=3,wnut17=3' to give human-written text more weight beside the generated records."
+        },
+    )
 
     def __post_init__(self):
         if self.stride < 0 or self.stride >= self.max_length // 2:
@@ -135,10 +142,22 @@ class DataArguments:
         if not set(tiers) <= set(TIERS):
             raise ValueError(f"oversample_tiers must list tiers among 1-4, got {self.oversample_tiers!r}")
         self.oversample_tiers = ",".join(str(t) for t in tiers)
+        self.repeats_by_source = parse_source_repeats(self.source_repeats)
 
     @property
     def oversampled_tiers(self):
         return {int(t) for t in self.oversample_tiers.split(",") if t}
+
+
+def parse_source_repeats(text):
+    """'presidio=3,wnut17=2' -> {'presidio': 3, 'wnut17': 2}; a malformed entry or a count below 1 is an error."""
+    repeats = {}
+    for entry in filter(None, (e.strip() for e in str(text or "").split(","))):
+        source, _, count = entry.partition("=")
+        if not source.strip() or not count.strip().isdigit() or int(count) < 1:
+            raise ValueError(f"source_repeats entry {entry!r} is not SOURCE=N with N >= 1 (in {text!r})")
+        repeats[source.strip()] = int(count)
+    return repeats
 
 
 @dataclass

@@ -206,18 +206,24 @@ def rare_tier_rows(records, tiers):
     return [i for i, spans in enumerate(records["spans"]) if any(TIER_OF.get(s["label"]) in tiers for s in spans or ())]
 
 
-def oversample(features, records, tiers, factor):
-    """Repeat every window of a record holding a span of `tiers` `factor` times in all.
+def oversample(features, records, tiers, factor, source_repeats=None):
+    """Repeat the windows of a record: `factor` times when it holds a span of `tiers`, times its source's entry in
+    `source_repeats` ({source: n}; the two multiply).
 
     Returns:
-        (features, number of records oversampled). The repeats are spread by the Trainer's shuffling.
+        (features, number of records repeated). The repeats are spread by the Trainer's shuffling.
     """
-    if factor <= 1:
-        return features, 0
-    rare = set(rare_tier_rows(records, tiers))
-    if not rare:
+    repeats = [1] * len(records)
+    if factor > 1:
+        for i in rare_tier_rows(records, tiers):
+            repeats[i] *= factor
+    if source_repeats:
+        for i, source in enumerate(records["source"]):
+            repeats[i] *= source_repeats.get(source, 1)
+    n_repeated = sum(r > 1 for r in repeats)
+    if not n_repeated:
         return features, 0
     indices = []
     for i, example in enumerate(features["example_index"]):
-        indices.extend([i] * (factor if example in rare else 1))
-    return features.select(indices), len(rare)
+        indices.extend([i] * repeats[example])
+    return features.select(indices), n_repeated
