@@ -153,13 +153,14 @@ def main(argv=None, extra_callbacks=()):
             "%s: %d records -> %d windows; %d of %d spans have a boundary inside a token (unreachable by strict "
             "span match)", name, len(recs), len(feats), sum(feats["unreachable_spans"]), n_spans,
         )
-    sources = set(train_records["source"]) if "source" in train_records.column_names else set()
-    unknown = set(data_args.repeats_by_source) - sources
-    if unknown:
-        raise SystemExit(
-            f"source_repeats names {sorted(unknown)}, which no training record comes from "
-            f"(training sources: {sorted(sources) or 'none named: the records have no source field'})"
-        )
+    if data_args.repeats_by_source:
+        sources = set(train_records["source"]) if "source" in train_records.column_names else set()
+        unknown = set(data_args.repeats_by_source) - sources
+        if unknown:
+            raise SystemExit(
+                f"source_repeats names {sorted(unknown)}, which no training record comes from "
+                f"(training sources: {sorted(sources) or 'none named: the records have no source field'})"
+            )
     train_features, n_oversampled = oversample(
         train_features, train_records, data_args.oversampled_tiers, data_args.oversample_factor,
         data_args.repeats_by_source,
