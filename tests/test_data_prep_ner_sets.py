@@ -70,6 +70,19 @@ def test_gum_keeps_named_mentions_and_calendar_dates():
     assert audit.notes["gum"]["group_of_people_not_a_person"] == 1  # "The Dutch"
 
 
+
+def test_gum_names_are_cut_at_their_head_as_flat_ner_corpora_write_them():
+    records, audit = load("gum", "gum")
+    text = ("She moved to Cambridge, Massachusetts, where she studied. The Libertarian Party's nominee for Leeds met "
+            "author Ann Lee at the National Library of Wales.")
+    # Not "Cambridge, Massachusetts, where she studied" nor a PERSON "Party's nominee for Leeds" (its head is
+    # "nominee"); "National" belongs to the name though UD tags it ADJ, "author" does not.
+    assert records[text] == [("Cambridge", "LOCATION"), ("Massachusetts", "LOCATION"),
+                             ("Libertarian Party", "ORGANIZATION"), ("Leeds", "LOCATION"), ("Ann Lee", "PERSON"),
+                             ("National Library of Wales", "ORGANIZATION")]
+    assert audit.notes["gum"]["mention_not_headed_by_a_name"] == 1
+    assert audit.notes["gum"]["mention_cut_to_its_name"] == 2  # the relative clause; "author"
+
 # -- the path a user has: public files by URL ----------------------------------------------------------------------
 
 @pytest.fixture

@@ -259,10 +259,48 @@ def gum_mentions(rows):
     return mentions
 
 
+# Lower-case words that stay inside a name between two of its capitalized words ("University of the Netherlands",
+# "Hootie & the Blowfish", "Mlle. du Motel"); any other word, and any punctuation but "&", "-" and ".", ends it.
+_NAME_JOINERS = {"of", "the", "de", "du", "da", "del", "della", "di", "van", "von", "der", "den", "la", "le", "&", "-"}
+
+
+def _mention_head(rows, first, last):
+    """Index of the mention's syntactic head: its first token (determiners and punctuation aside) whose HEAD column
+    points outside the mention."""
+    inside = range(first + 1, last + 2)  # CoNLL-U HEAD counts tokens from 1
+    heads = [k for k in range(first, last + 1)
+             if rows[k][3] not in ("PUNCT", "DET") and not (rows[k][6].isdigit() and int(rows[k][6]) in inside)]
+    return heads[0] if heads else first
+
+
+def _name_around(rows, head, first, last):
+    """(first, last) token of the name that holds `head`: the run of name words around it inside the mention
+    (proper nouns, numbers, other capitalized words such as "National", "Western" or "United", which UD may tag
+    ADJ or VERB), with joiners only
+    between two name words; a comma, a parenthesis, a possessive "'s" or any other word ends it."""
+    def name_word(k):
+        upos, word = rows[k][3], rows[k][1]
+        return upos in ("PROPN", "NUM") or (word[:1].isupper() and upos not in ("DET", "PRON", "ADP", "PUNCT"))
+
+    def grow(position, step, bound):
+        while True:
+            k = position + step
+            while (k - bound) * step <= 0 and rows[k][1].lower() in _NAME_JOINERS and not name_word(k):
+                k += step
+            if (k - bound) * step > 0 or not name_word(k):
+                return position
+            position = k
+
+    return grow(head, -1, first), grow(head, 1, last)
+
+
 def _gum_sentence(text, rows, source, audit):
-    """(text, spans): named persons, places and organizations (a proper noun in the mention's minimal span), from
-    its first proper noun to its last minimal-span token ("the Danish linguist Otto Jespersen" -> "Otto
-    Jespersen"); calendar dates among the time mentions."""
+    """(text, spans): named persons, places and organizations, calendar dates among the time mentions. A mention is
+    a name when its syntactic head is a proper noun, or has one as a flat or appositive child ("author Truman
+    Capote"; "the Libertarian Party's nominee" is not a name); its span is the name
+    around that head, so an apposition, a relative clause or a second name after a comma stays out ("Cambridge,
+    Massachusetts" gives "Cambridge" here and "Massachusetts" from its own mention; "Boston, where she studied" gives
+    "Boston")."""
     words = [columns[1] for columns in rows]
     starts = locate(text, words, source) if text is not None else None
     if starts is None:
@@ -279,10 +317,16 @@ def _gum_sentence(text, rows, source, audit):
                 spans.append({"start": starts[first], "end": starts[last] + len(words[last]), "label": "DATE"})
                 audit.note(source, "time_mention_as_DATE")
             continue
+        head = _mention_head(rows, first, last)
+        if rows[head][3] != "PROPN":  # "author Truman Capote": UD makes the name a flat or appos child of "author"
+            head = next((k for k in range(first, last + 1) if rows[k][3] == "PROPN" and rows[k][6] == rows[head][0]
+                         and rows[k][7].split(":")[0] in ("flat", "appos")), head)
+        if rows[head][3] != "PROPN":
+            if any(rows[k][3] == "PROPN" for k in range(first, last + 1)):
+                audit.note(source, "mention_not_headed_by_a_name")  # "the Libertarian Party's nominee"
+            continue  # "he", "the court": a mention, not a name
         minimal = [first + int(k) - 1 for k in (attributes[4] if len(attributes) > 4 else "").split(",")
                    if k.isdigit() and first + int(k) - 1 <= last] or [first]
-        if not any(rows[k][3] == "PROPN" for k in minimal):
-            continue  # "he", "the court": a mention, not a name
         if attributes[0] == "person" and (len(attributes) > 6 and attributes[6].endswith("_people")
                                           or all(rows[k][4] == "NNPS" for k in minimal)):
             audit.note(source, "group_of_people_not_a_person")  # "Arabs", "the Dutch": a nationality
@@ -290,10 +334,11 @@ def _gum_sentence(text, rows, source, audit):
         if any(rows[k][3] == "CCONJ" for k in range(first, max(minimal))):
             audit.note(source, "coordination_left_to_its_parts")  # "the British Library and Columbia University"
             continue
-        head_end = max(minimal)
-        named = [k for k in range(first, head_end + 1) if rows[k][3] in ("PROPN", "NUM")]
-        start = named[0] if named else min(minimal)
-        spans.append({"start": starts[start], "end": starts[head_end] + len(words[head_end]), "label": label})
+        start, end = _name_around(rows, head, first, last)
+        outside = (*range(first, start), *range(end + 1, last + 1))
+        if any(rows[k][3] not in ("DET", "PUNCT", "PART") for k in outside):  # more than "the", "'s" or a comma
+            audit.note(source, "mention_cut_to_its_name")
+        spans.append({"start": starts[start], "end": starts[end] + len(words[end]), "label": label})
         audit.note(source, f"named_{attributes[0]}")
     return text, spans
 
