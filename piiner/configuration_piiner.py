@@ -4,7 +4,7 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.configuration_utils import SubConfigSpec
 
-from .pii_schema import ID2LABEL, LABEL2ID, TIER_OF
+from .pii_schema import ID2LABEL, LABEL2ID, MULTILINE_TYPES, TIER_OF
 
 
 FUSIONS = ("gate", "sum", "none")
@@ -50,6 +50,10 @@ class PiiNerConfig(PreTrainedConfig):
             How char features meet the encoder states: `"gate"` (a per-token, per-dimension sigmoid gate), `"sum"`
             (added, no gate) or `"none"` (no char CNN at all). The last two exist for the ablation that shows what
             the char CNN and the gate earn.
+        multiline_types (`list[str]`, defaults to `["STREET_ADDRESS"]` where it is a label type):
+            The types an entity may keep across a line break. An entity of any other type ends at one, and a token
+            after the break tagged I- starts a new entity: the encoder's tokenizer reads a line break as a space, so
+            without this the model runs a name on the last line of a heading or a form field into the next line.
         use_crf (`bool`, defaults to `True`):
             Decode with the BIO CRF (Viterbi, marginals); `False` takes each token's most likely label from a
             softmax over the emissions (an "I-" that may not stand is read as "B-"): the ablation without the CRF.
@@ -82,6 +86,7 @@ class PiiNerConfig(PreTrainedConfig):
     type_to_tier: dict | None = None
     fusion: str = "gate"
     use_crf: bool = True
+    multiline_types: list[str] | tuple[str, ...] | None = None
     initializer_range: float = 0.02
 
     def __post_init__(self, **kwargs):
@@ -105,9 +110,16 @@ class PiiNerConfig(PreTrainedConfig):
         self.char_kernel_sizes = list(self.char_kernel_sizes)
         if self.type_to_tier is None:
             self.type_to_tier = dict(TIER_OF)
-        missing = sorted({lab.split("-", 1)[1] for lab in self.label2id if lab != "O"} - set(self.type_to_tier))
+        label_types = {lab.split("-", 1)[1] for lab in self.label2id if lab != "O"}
+        missing = sorted(label_types - set(self.type_to_tier))
         if missing:
             raise ValueError(f"type_to_tier has no tier for the label types {missing}")
+        if self.multiline_types is None:
+            self.multiline_types = [t for t in MULTILINE_TYPES if t in label_types]
+        self.multiline_types = list(self.multiline_types)
+        unknown = sorted(set(self.multiline_types) - label_types)
+        if unknown:
+            raise ValueError(f"multiline_types names types that are not label types: {unknown}")
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion={self.fusion!r} is not one of {FUSIONS}")
         if self.max_word_chars < max(self.char_kernel_sizes):

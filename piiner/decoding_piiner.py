@@ -79,11 +79,13 @@ def _entity(text, start, end, entity_type, scores, type_to_tier):
     }
 
 
-def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
+def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, multiline_types=()):
     """BIO tags over tokens -> whole entities with exact character offsets into `text`.
 
     An entity runs from the start of its B- token (or of a stray I- token, which starts a new entity rather than
-    being dropped) to the end of the last following I- token of the same type; `word == text[start:end]`.
+    being dropped) to the end of the last following I- token of the same type; `word == text[start:end]`. An I-
+    token after a line break continues the entity only for a type in `multiline_types` (`config.multiline_types`:
+    an address); for any other type it starts a new entity, as a stray I- does.
     Special and padding tokens (`start == end`) and tokens outside the CRF chain (tag id < 0, e.g. -100) are
     skipped. The entity's `score` is the *minimum* of its tokens'
     confidences: an entity is no more certain than its least certain token, and for CRF marginals the minimum
@@ -107,7 +109,8 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
         if end <= start or tag_id < 0:
             continue
         prefix, entity_type = _label_of(tag_id, id2label)
-        if prefix == "I" and current is not None and current[0] == entity_type:
+        if (prefix == "I" and current is not None and current[0] == entity_type
+                and (entity_type in multiline_types or "\n" not in text[current[2]:start])):
             current[2] = end
             current[3].append(score)
             continue

@@ -20,6 +20,9 @@ TIER_TYPES = {
     ),
 }
 TIER_RECALL_TARGETS = {1: 0.98, 2: 0.95, 3: 0.90, 4: 0.85}
+# The types whose values run over a line break (an address written on several lines). No other type does in any
+# labelled source, so an entity of any other type ends at a line break.
+MULTILINE_TYPES = ("STREET_ADDRESS",)
 
 PII_TYPES = tuple(t for tier in sorted(TIER_TYPES) for t in TIER_TYPES[tier])
 TIER_OF = {t: tier for tier, types in TIER_TYPES.items() for t in types}

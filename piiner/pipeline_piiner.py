@@ -148,8 +148,11 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         )
         config = self.model.config
         type_to_tier = getattr(config, "type_to_tier", None) or {}
-        decode = decode_entities if aggregation_strategy == "simple" else decode_tokens
-        results = decode(text, offsets, tags, scores, config.id2label, type_to_tier)
+        if aggregation_strategy == "simple":
+            results = decode_entities(text, offsets, tags, scores, config.id2label, type_to_tier,
+                                      getattr(config, "multiline_types", None) or ())
+        else:
+            results = decode_tokens(text, offsets, tags, scores, config.id2label, type_to_tier)
         if min_score is not None:
             results = [r for r in results if r["score"] >= _threshold(min_score, r["tier"])]
         return results

@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from transformers import BertConfig
 
 from conftest import TINY_VOCAB, build_tiny_tokenizer
 from piiner.configuration_piiner import PiiNerConfig
@@ -313,6 +314,25 @@ def test_decode_stray_inside_tag_starts_an_entity_and_type_change_splits():
     got = decode(text, offsets, ["I-SSN", "I-SSN", "I-PIN", "B-PIN"])
     assert [(e["type"], e["word"]) for e in got] == [("SSN", "aa bb"), ("PIN", "cc"), ("PIN", "dd")]
     assert got[0]["tier"] == 1 and got[1]["tier"] == 4
+
+
+def test_an_entity_ends_at_a_line_break_unless_its_type_runs_over_lines():
+    # The tokenizer reads a line break as a space, so the model can tag a name on to the next line: "Coach: Lisa
+    # Gilette\nKristen Quinn" is two persons, "Name: John\nTIN: ..." a person and then a field label.
+    text = "Coach: Lisa Gilette\nKristen Quinn\n12 Main St\nSpringfield"
+    offsets = [(0, 5), (5, 6), (7, 11), (12, 19), (20, 27), (28, 33), (34, 36), (37, 41), (42, 44), (45, 56)]
+    labels = ["O", "O", "B-PERSON", "I-PERSON", "I-PERSON", "I-PERSON", "B-STREET_ADDRESS", "I-STREET_ADDRESS",
+              "I-STREET_ADDRESS", "I-STREET_ADDRESS"]
+    ids = [LABEL2ID[label] for label in labels]
+    got = decode_entities(text, offsets, ids, [0.9] * len(ids), ID2LABEL, TIER_OF, ["STREET_ADDRESS"])
+    assert [(e["type"], e["word"]) for e in got] == [
+        ("PERSON", "Lisa Gilette"), ("PERSON", "Kristen Quinn"), ("STREET_ADDRESS", "12 Main St\nSpringfield")]
+    # The model's config says which types run over lines: by default the address, where the schema has one.
+    config = PiiNerConfig(encoder_config=BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                                                    intermediate_size=8, vocab_size=10))
+    assert config.multiline_types == ["STREET_ADDRESS"]
+    with pytest.raises(ValueError, match="multiline_types names types that are not label types: \\['ADDRESS'\\]"):
+        PiiNerConfig(encoder_config=config.encoder_config, multiline_types=["ADDRESS"])
 
 
 def test_decode_trims_whitespace_and_skips_special_tokens():

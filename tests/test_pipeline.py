@@ -84,7 +84,8 @@ def spans(entities):
         ("(John", [(1, 5, "PERSON", "John")]),
         ("call me: (John Smith).", [(10, 20, "PERSON", "John Smith")]),
         ("mail john@x.com.", [(5, 9, "PERSON", "john")]),
-        ("a\tJohn\nSmith\tb", [(2, 12, "PERSON", "John\nSmith")]),
+        ("a\tJohn Smith\tb", [(2, 12, "PERSON", "John Smith")]),
+        ("a\tJohn\nSmith\tb", [(2, 6, "PERSON", "John"), (7, 12, "PERSON", "Smith")]),  # a name ends at a line break
         ("🙂 John 🙂", [(2, 6, "PERSON", "John")]),
         ("联系John电话", [(2, 6, "PERSON", "John")]),
         ("Ünïcode JOHN  smith!", [(8, 19, "PERSON", "JOHN  smith")]),

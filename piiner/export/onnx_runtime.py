@@ -184,6 +184,7 @@ class OnnxPiiNer:
         entities = []
         for sample, text in enumerate(texts):
             offsets, tags, scores = merge_windows(windows_of[sample])
-            entities.append(decode_entities(text, offsets, tags, scores, self.config.id2label, type_to_tier))
+            entities.append(decode_entities(text, offsets, tags, scores, self.config.id2label, type_to_tier,
+                                            self.config.multiline_types))
         return entities
 

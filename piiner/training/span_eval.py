@@ -45,6 +45,7 @@ class SpanEvaluator:
         self.id2label = {int(k): v for k, v in config.id2label.items()}
         self.outside_id = {v: k for k, v in self.id2label.items()}["O"]
         self.type_to_tier = dict(config.type_to_tier)
+        self.multiline_types = tuple(config.multiline_types)
         self.last_report = None
         self.last_predictions = None
 
@@ -62,7 +63,8 @@ class SpanEvaluator:
         predictions = []
         for text, text_windows in zip(self.texts, windows):
             offsets, tags, scores = merge_windows(text_windows)
-            predictions.append(decode_entities(text, offsets, tags, scores, self.id2label, self.type_to_tier))
+            predictions.append(decode_entities(text, offsets, tags, scores, self.id2label, self.type_to_tier,
+                                               self.multiline_types))
         return predictions
 
     def __call__(self, eval_prediction):
