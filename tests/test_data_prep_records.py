@@ -35,7 +35,7 @@ def test_value_mismatch_repaired_when_unique_rejected_when_ambiguous():
     text = "For my take on Mrs. Ayers, see Ayers2 and pw abc abc"
     repaired = {"start": 21, "end": 26, "label": "PERSON", "value": "Ayers,"}  # "Ayers," occurs once
     record = clean_record(raw(text, [repaired]), audit)
-    assert labeled(record) == [("Mrs. Ayers,", "PERSON")]  # the title joins the name
+    assert labeled(record) == [("Mrs. Ayers", "PERSON")]  # the title joins the name, the comma goes
     assert audit.notes["src"]["repaired_offset"] == 1
     ambiguous = {"start": 0, "end": 3, "label": "PASSWORD", "value": "abc"}  # occurs twice: no guessing
     assert clean_record(raw(text, [repaired, ambiguous]), audit) is None
@@ -50,6 +50,22 @@ def test_whitespace_is_trimmed_and_counted():
     assert labeled(record) == [("John", "PERSON")]
     assert audit.notes["src"]["trimmed_whitespace"] == 1
     assert audit.span_rejections["src"]["whitespace_span"] == 1
+
+
+def test_sentence_punctuation_glued_to_a_name_is_trimmed_but_abbreviations_keep_their_period():
+    # A tweet corpus's tokens keep the sentence's punctuation ("Ireland.", "Frank ."), and a label of it alone.
+    audit = Audit()
+    text = "in Ireland. with Frank . at #Gaza, (Dortmund) by Acme Inc. of the U . S . via Calif. and Steve &quot; . pw x1."
+    names = ["Ireland.", "Frank .", "#Gaza,", "Dortmund)", "Acme Inc.", "U . S .", "Calif.", "Steve &quot;", " ."]
+    spans = [{"start": text.index(n), "end": text.index(n) + len(n), "label": "ORGANIZATION"} for n in names]
+    spans.append({"start": len(text) - 3, "end": len(text), "label": "PASSWORD"})  # not a name: "x1." stays whole
+    record = clean_record(raw(text, spans), audit)
+    assert labeled(record) == [("Ireland", "ORGANIZATION"), ("Frank", "ORGANIZATION"), ("#Gaza", "ORGANIZATION"),
+                               ("Dortmund", "ORGANIZATION"), ("Acme Inc.", "ORGANIZATION"),
+                               ("U . S .", "ORGANIZATION"), ("Calif.", "ORGANIZATION"),
+                               ("Steve &quot;", "ORGANIZATION"), ("x1.", "PASSWORD")]
+    assert audit.notes["src"]["trimmed_punctuation"] == 4
+    assert audit.span_rejections["src"]["punctuation_span"] == 1
 
 
 def test_overlap_keeps_longer_then_more_sensitive_and_counts():

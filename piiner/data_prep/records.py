@@ -17,6 +17,10 @@ value, which kept unlabelled would be taught as not PII:
    ("value_mismatch"). Guessing between several occurrences would label the wrong one.
 3. Whitespace: leading and trailing whitespace inside a span is trimmed ("trimmed_whitespace"); a span that is
    all whitespace is rejected.
+   A PERSON, LOCATION or ORGANIZATION span also loses the sentence punctuation a corpus's tokens glued to its
+   last word ("Ireland." or "Ireland ." in a tweet, "#Gaza,", "Dortmund)"): trailing ",;:" (not the ";" of an
+   HTML entity such as "&quot;"), a closing bracket or quote with no opening one in the span, and a final "."
+   unless it ends an abbreviation or initial ("U.S.", "Inc.", "Jr.", "Calif.", "George W."); counted as "trimmed_punctuation", and a span of punctuation alone is rejected.
 4. Overlap: spans are visited by start; a span overlapping an already kept one loses if it is shorter, or, at
    equal length, if its type is less sensitive (higher tier number); identical spans count as "duplicate_span".
    The longer span usually carries the whole entity ("John Smith" over "Smith").
@@ -90,6 +94,37 @@ def place_span(text, start, end, value, audit, source):
     if (stripped_start, stripped_end) != (start, end):
         audit.note(source, "trimmed_whitespace")
     return stripped_start, stripped_end
+
+
+# Types whose values are names: written in running text, they never end in sentence punctuation.
+_NAME_TYPES = frozenset({"PERSON", "LOCATION", "ORGANIZATION"})
+_CLOSERS = {")": "(", "]": "[", '"': '"', "\u201d": "\u201c", "\u2019": "\u2018", "'": "'"}
+# Words whose final "." belongs to them (abbreviations that end company, street and person names).
+_ABBREVIATIONS = frozenset({"inc", "ltd", "co", "corp", "jr", "sr", "st", "rd", "ave", "mt", "dr", "mr", "mrs", "ms",
+                            "bros", "plc", "llc", "univ", "dept", "gov", "assn", "intl", "no", "ft", "pty", "vs", "rev",
+                            "prof", "gen", "col", "capt", "sgt", "lt", "hon",
+                            # US states as the AP and newspapers abbreviate them
+                            "ala", "ariz", "ark", "calif", "cal", "colo", "conn", "del", "fla", "fl", "ga", "ill",
+                            "ind", "kan", "ky", "la", "md", "mass", "mich", "minn", "miss", "mo", "mont", "neb",
+                            "nev", "okla", "ore", "pa", "penn", "tenn", "tex", "va", "vt", "wash", "wis", "wyo"})
+
+
+def trim_punctuation(text, start, end):
+    """(start, end) of a name span without the sentence punctuation glued after it (the rule in the docstring);
+    start == end when the span was punctuation only."""
+    while end > start:
+        last, before = text[end - 1], text[start:end - 1]
+        word = before.split()[-1] if before.strip() else ""  # what a final "." ends ("Rd ." is "Rd." tokenized)
+        if last.isspace() or last in ",:" or (last == ";" and not re.search(r"&#?\w+$", before)):  # not "&quot;"
+            end -= 1
+        elif last in _CLOSERS and _CLOSERS[last] not in before:
+            end -= 1
+        elif last == "." and not (word and word[-1] != "." and (
+                word.lower() in _ABBREVIATIONS or "." in word or (len(word) == 1 and word.isalpha()))):
+            end -= 1
+        else:
+            break
+    return start, end
 
 
 def _sensitivity(label):
@@ -187,6 +222,13 @@ def clean_record(record, audit):
             # The value is somewhere in the text: kept without its span, the record would teach that it is not PII.
             audit.reject_record(source, f"span_{placed}")
             return None
+        if placed is not None and label in _NAME_TYPES and trim_punctuation(text, *placed) != placed:
+            placed = trim_punctuation(text, *placed)
+            if placed[0] == placed[1]:
+                audit.reject(source, "punctuation_span")
+                placed = None
+            else:
+                audit.note(source, "trimmed_punctuation")
         if placed is not None:
             spans.append({"start": placed[0], "end": placed[1], "label": label})
     spans = merge_parts(text, join_titles(text, resolve_overlaps(spans, audit, source), audit, source))
