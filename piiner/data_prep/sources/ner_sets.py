@@ -260,7 +260,7 @@ def gum_mentions(rows):
 
 
 # Lower-case words that stay inside a name between two of its capitalized words ("University of the Netherlands",
-# "Hootie & the Blowfish", "Mlle. du Motel"); any other word, and any punctuation but "&", "-" and ".", ends it.
+# "Hootie & the Blowfish", "Mlle. du Motel"); any other word, and any punctuation but "&" and "-", ends it.
 _NAME_JOINERS = {"of", "the", "de", "du", "da", "del", "della", "di", "van", "von", "der", "den", "la", "le", "&", "-"}
 
 
@@ -276,8 +276,8 @@ def _mention_head(rows, first, last):
 def _name_around(rows, head, first, last):
     """(first, last) token of the name that holds `head`: the run of name words around it inside the mention
     (proper nouns, numbers, other capitalized words such as "National", "Western" or "United", which UD may tag
-    ADJ or VERB), with joiners only
-    between two name words; a comma, a parenthesis, a possessive "'s" or any other word ends it."""
+    ADJ or VERB), with joiners only between two name words; a comma, a parenthesis, a possessive "'s" or any other
+    word ends it."""
     def name_word(k):
         upos, word = rows[k][3], rows[k][1]
         return upos in ("PROPN", "NUM") or (word[:1].isupper() and upos not in ("DET", "PRON", "ADP", "PUNCT"))
@@ -297,10 +297,9 @@ def _name_around(rows, head, first, last):
 def _gum_sentence(text, rows, source, audit):
     """(text, spans): named persons, places and organizations, calendar dates among the time mentions. A mention is
     a name when its syntactic head is a proper noun, or has one as a flat or appositive child ("author Truman
-    Capote"; "the Libertarian Party's nominee" is not a name); its span is the name
-    around that head, so an apposition, a relative clause or a second name after a comma stays out ("Cambridge,
-    Massachusetts" gives "Cambridge" here and "Massachusetts" from its own mention; "Boston, where she studied" gives
-    "Boston")."""
+    Capote"; "the Libertarian Party's nominee" is not a name); its span is the name around that head, so an
+    apposition, a relative clause or a second name after a comma stays out ("Cambridge, Massachusetts" gives
+    "Cambridge" here and "Massachusetts" from its own mention; "Boston, where she studied" gives "Boston")."""
     words = [columns[1] for columns in rows]
     starts = locate(text, words, source) if text is not None else None
     if starts is None:
