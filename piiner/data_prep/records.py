@@ -20,7 +20,8 @@ value, which kept unlabelled would be taught as not PII:
    A PERSON, LOCATION or ORGANIZATION span also loses the sentence punctuation a corpus's tokens glued to its
    last word ("Ireland." or "Ireland ." in a tweet, "#Gaza,", "Dortmund)"): trailing ",;:" (not the ";" of an
    HTML entity such as "&quot;"), a closing bracket or quote with no opening one in the span, and a final "."
-   unless it ends an abbreviation or initial ("U.S.", "Inc.", "Jr.", "Calif.", "George W."); counted as "trimmed_punctuation", and a span of punctuation alone is rejected.
+   unless it ends an abbreviation or initial ("U.S.", "Inc.", "Jr.", "Calif.", "George W."); counted as
+   "trimmed_punctuation", and a span of punctuation alone is rejected ("punctuation_span").
 4. Overlap: spans are visited by start; a span overlapping an already kept one loses if it is shorter, or, at
    equal length, if its type is less sensitive (higher tier number); identical spans count as "duplicate_span".
    The longer span usually carries the whole entity ("John Smith" over "Smith").
@@ -222,13 +223,14 @@ def clean_record(record, audit):
             # The value is somewhere in the text: kept without its span, the record would teach that it is not PII.
             audit.reject_record(source, f"span_{placed}")
             return None
-        if placed is not None and label in _NAME_TYPES and trim_punctuation(text, *placed) != placed:
-            placed = trim_punctuation(text, *placed)
-            if placed[0] == placed[1]:
+        if placed is not None and label in _NAME_TYPES:
+            trimmed = trim_punctuation(text, *placed)
+            if trimmed[0] == trimmed[1]:
                 audit.reject(source, "punctuation_span")
-                placed = None
-            else:
+                trimmed = None
+            elif trimmed != placed:
                 audit.note(source, "trimmed_punctuation")
+            placed = trimmed
         if placed is not None:
             spans.append({"start": placed[0], "end": placed[1], "label": label})
     spans = merge_parts(text, join_titles(text, resolve_overlaps(spans, audit, source), audit, source))
