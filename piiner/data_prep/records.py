@@ -100,10 +100,12 @@ def place_span(text, start, end, value, audit, source):
 # Types whose values are names: written in running text, they never end in sentence punctuation.
 _NAME_TYPES = frozenset({"PERSON", "LOCATION", "ORGANIZATION"})
 _CLOSERS = {")": "(", "]": "[", '"': '"', "\u201d": "\u201c", "\u2019": "\u2018", "'": "'"}
+# Abbreviated titles: one written before a name joins the PERSON span (`join_titles`), and its "." is its own.
+_TITLES = ("Dr", "Mr", "Mrs", "Ms", "Mx", "Prof", "Rev", "Fr", "Sr", "Jr", "Capt", "Sgt", "Lt", "Gen", "Hon")
 # Words whose final "." belongs to them (abbreviations that end company, street and person names).
-_ABBREVIATIONS = frozenset({"inc", "ltd", "co", "corp", "jr", "sr", "st", "rd", "ave", "mt", "dr", "mr", "mrs", "ms",
-                            "bros", "plc", "llc", "univ", "dept", "gov", "assn", "intl", "no", "ft", "pty", "vs", "rev",
-                            "prof", "gen", "col", "capt", "sgt", "lt", "hon",
+_ABBREVIATIONS = frozenset({t.lower() for t in _TITLES} | {
+                            "inc", "ltd", "co", "corp", "st", "rd", "ave", "mt", "bros", "plc", "llc", "univ", "dept",
+                            "gov", "assn", "intl", "no", "ft", "pty", "vs", "col",
                             # US states as the AP and newspapers abbreviate them
                             "ala", "ariz", "ark", "calif", "cal", "colo", "conn", "del", "fla", "fl", "ga", "ill",
                             "ind", "kan", "ky", "la", "md", "mass", "mich", "minn", "miss", "mo", "mont", "neb",
@@ -155,7 +157,7 @@ def resolve_overlaps(spans, audit, source):
 
 # A title written just before a name belongs to the PERSON span ("Dr. Alan Turing"), as GUM and the synthetic
 # data write it; presidio-research tags it apart (TITLE, not PII here).
-_TITLE_BEFORE = re.compile(r"(?:\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|Rev|Fr|Sr|Jr|Capt|Sgt|Lt|Gen|Hon)\.?|\b(?:Miss|Sir|Dame|Lord|Lady)) $")
+_TITLE_BEFORE = re.compile(rf"(?:\b(?:{'|'.join(_TITLES)})\.?|\b(?:Miss|Sir|Dame|Lord|Lady)) $")
 
 
 def join_titles(text, spans, audit, source):
