@@ -33,7 +33,7 @@ def test_wikigold_io_tags_detokenized_text_and_documents():
     assert records["Paris is big."] == [("Paris", "LOCATION")]
     assert audit.notes["wikigold"]["not_pii_label:MISC"] == 1
     raws = list(iter_source("wikigold", os.path.join(FIXTURES, "wikigold"), Audit()))
-    assert len({r["group"] for r in raws}) == 2  # one group per article: the unit of the split
+    assert len({r["group"] for r in raws}) == 3  # one group per article: the unit of the split
 
 
 def test_sec_filings_role_words_are_not_persons_and_the_test_file_is_test():
@@ -48,6 +48,17 @@ def test_sec_filings_role_words_are_not_persons_and_the_test_file_is_test():
     splits = {r["text"]: r["source_split"] for r in iter_source("sec_filings", os.path.join(FIXTURES, "sec_filings"),
                                                                 Audit())}
     assert splits["Lender shall pay."] == "test"
+
+
+def test_names_cut_at_an_initial_or_an_abbreviation_by_the_corpus_tokenizer_are_whole():
+    # CoNLL tokenizers split the period off "P." and "Inc."; the corpora then end the name before it, start a
+    # new sentence after it ("Edward D ." / "Farr"), or leave the surname untagged ("James P . Walker").
+    records, audit = load("sec_filings", "sec_filings")
+    text = "Acme Solar, INC., a company (the Company). By: James P. Walker Title: Vice President"
+    assert records[text] == [("Acme Solar, INC.", "ORGANIZATION"), ("James P. Walker", "PERSON")]
+    assert audit.notes["sec_filings"]["surname_after_initial"] == 1
+    records, _ = load("wikigold", "wikigold")
+    assert records["Engineer Edward D. Farr built it."] == [("Edward D. Farr", "PERSON")]
 
 
 def test_uner_offsets_come_from_the_original_sentence_and_unlabelled_types_are_recorded():

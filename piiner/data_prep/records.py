@@ -21,7 +21,9 @@ value, which kept unlabelled would be taught as not PII:
    last word ("Ireland." or "Ireland ." in a tweet, "#Gaza,", "Dortmund)"): trailing ",;:" (not the ";" of an
    HTML entity such as "&quot;"), a closing bracket or quote with no opening one in the span, and a final "."
    unless it ends an abbreviation or initial ("U.S.", "Inc.", "Jr.", "Calif.", "George W."); counted as
-   "trimmed_punctuation", and a span of punctuation alone is rejected ("punctuation_span").
+   "trimmed_punctuation", and a span of punctuation alone is rejected ("punctuation_span"). Conversely, a name
+   whose last word is an abbreviation or initial takes the "." right after it ("Acme Inc" + "."), where a
+   tokenizer split it off and the corpus left it out ("abbreviation_period_joined").
 4. Overlap: spans are visited by start; a span overlapping an already kept one loses if it is shorter, or, at
    equal length, if its type is less sensitive (higher tier number); identical spans count as "duplicate_span".
    The longer span usually carries the whole entity ("John Smith" over "Smith").
@@ -130,6 +132,16 @@ def trim_punctuation(text, start, end):
     return start, end
 
 
+def join_abbreviation_period(text, start, end):
+    """(start, end) of a name span with the "." right after it when its last word is an abbreviation or an initial
+    ("Acme Inc" + "." -> "Acme Inc."): a tokenizer split the period off and the corpus left it outside the name.
+    The mirror of `trim_punctuation`'s rule, so every source writes "Inc." and "D." the same way."""
+    word = text[start:end].split()[-1]
+    if text[end:end + 1] == "." and (word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper())):
+        end += 1
+    return start, end
+
+
 def _sensitivity(label):
     return -TIER_OF[label]
 
@@ -232,6 +244,9 @@ def clean_record(record, audit):
                 trimmed = None
             elif trimmed != placed:
                 audit.note(source, "trimmed_punctuation")
+            elif (joined := join_abbreviation_period(text, *placed)) != placed:
+                audit.note(source, "abbreviation_period_joined")
+                trimmed = joined
             placed = trimmed
         if placed is not None:
             spans.append({"start": placed[0], "end": placed[1], "label": label})

@@ -63,17 +63,27 @@ def documents(sentences):
     return docs
 
 
-_NO_SPACE_BEFORE = {",", ".", ";", ":", "!", "?", ")", "]", "}", "%", "'s", "'S", "n't", "N'T", "'re", "'ve", "'ll",
-                    "'d", "'m", "''", "...", "'"}
-_NO_SPACE_AFTER = {"(", "[", "{", "$", "``", "#"}
+_NO_SPACE_BEFORE = {"'s", "'S", "n't", "N'T", "'re", "'ve", "'ll", "'d", "'m", "''", "'"}
+_NO_SPACE_AFTER = {"``", "#"}
+_CLOSING, _OPENING = ",.;:!?)]}%", "([{$"
+
+
+def _glued_before(token):
+    """A clitic, or punctuation that closes ("," "." ")." ".," "%)"): no space before it."""
+    return token in _NO_SPACE_BEFORE or (token[0] in _CLOSING and not any(c.isalnum() for c in token))
+
+
+def _glued_after(token):
+    """Punctuation that opens ("(" "($" "["): no space after it."""
+    return token in _NO_SPACE_AFTER or (token[-1] in _OPENING and not any(c.isalnum() for c in token))
 
 
 def join_tokens(tokens, detokenize=False):
     """(text, start offset of each token): tokens joined by single spaces or, with `detokenize`, the way prose is
-    written ("Smith , a" -> "Smith, a"; "( 1999 )" -> "(1999)")."""
+    written ("Smith , a" -> "Smith, a"; "( 1999 )" -> "(1999)"; "INC .," -> "INC.,")."""
     text, starts = "", []
     for i, token in enumerate(tokens):
-        if i and (not detokenize or (token not in _NO_SPACE_BEFORE and tokens[i - 1] not in _NO_SPACE_AFTER)):
+        if i and (not detokenize or not (_glued_before(token) or _glued_after(tokens[i - 1]))):
             text += " "
         starts.append(len(text))
         text += token
@@ -86,12 +96,13 @@ def tag_spans(tags, starts, tokens, source, audit, types=NER_TYPES):
     type, so a run is one entity) or a B-X with its I-X continuation; an I-X after another type opens an entity."""
     tags = list(tags)
     for i in range(1, len(tags) - 1):
-        # "Richard G . Chleboski": the tokenizer split an initial's period off and the annotators tagged it O,
-        # cutting one name in two. The period joins the name (counted).
-        if tokens[i] == "." and tags[i] == "O" and re.fullmatch(r"[A-Z]", tokens[i - 1]) and tags[i - 1] != "O" \
-                and tags[i + 1] == f"I-{tags[i - 1].partition('-')[2]}":
-            tags[i] = tags[i + 1]
-            audit.note(source, "initial_period_joined")
+        # "James P . Walker": the tokenizer split an initial's period off and the annotators ended the person
+        # there, leaving the surname O. A name does not end at a middle initial: the capitalized word after it
+        # joins (counted); the period joins it when the record is cleaned (``records.join_abbreviation_period``).
+        if tokens[i] == "." and tags[i] == "O" and tags[i + 1] == "O" and tags[i - 1][2:].upper() == "PER" \
+                and re.fullmatch(r"[A-Z]", tokens[i - 1]) and re.fullmatch(r"[A-Z][a-z]+", tokens[i + 1]):
+            tags[i + 1] = tags[i - 1]
+            audit.note(source, "surname_after_initial")
     spans, current = [], None
     for tag, start, token in zip(tags, starts, tokens):
         prefix, _, kind = tag.partition("-")
