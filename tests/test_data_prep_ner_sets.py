@@ -94,6 +94,15 @@ def test_gum_names_are_cut_at_their_head_as_flat_ner_corpora_write_them():
     assert audit.notes["gum"]["mention_not_headed_by_a_name"] == 1
     assert audit.notes["gum"]["mention_cut_to_its_name"] == 2  # the relative clause; "author"
 
+def test_a_gum_title_of_office_is_not_a_persons_name():
+    records, audit = load("gum", "gum")
+    # "The Governor of Virginia" names an office (its head is "Governor"); the place inside it is still a place,
+    # and a title before a name stays with the name, as in the rest of GUM.
+    assert records["The Governor of Virginia met Governor Chris Gregoire."] == [
+        ("Virginia", "LOCATION"), ("Governor Chris Gregoire", "PERSON")]
+    assert audit.notes["gum"]["title_not_a_name"] == 1
+
+
 # -- the path a user has: public files by URL ----------------------------------------------------------------------
 
 @pytest.fixture

@@ -264,6 +264,15 @@ def gum_mentions(rows):
 _NAME_JOINERS = {"of", "the", "de", "du", "da", "del", "della", "di", "van", "von", "der", "den", "la", "le", "&", "-"}
 
 
+# Titles of office and roles: a person mention headed by one names the office, not a person ("the Governor of
+# Virginia", "Prime Minister", "Petitioner"); before a name ("Governor Chris Gregoire") the name is the head.
+_OFFICES = {"president", "vice", "secretary", "governor", "emperor", "empress", "king", "queen", "prince",
+            "princess", "tsar", "czar", "shah", "sultan", "pope", "minister", "premier", "chancellor", "senator",
+            "mayor", "judge", "justice", "attorney", "general", "director", "chairman", "chairwoman", "chair",
+            "professor", "commissioner", "chief", "ambassador", "sheriff", "lord", "lady", "duke", "duchess",
+            "petitioner", "respondent", "plaintiff", "defendant", "appellant", "appellee"}
+
+
 def _mention_head(rows, first, last):
     """Index of the mention's syntactic head: its first token (determiners and punctuation aside) whose HEAD column
     points outside the mention."""
@@ -317,13 +326,19 @@ def _gum_sentence(text, rows, source, audit):
                 audit.note(source, "time_mention_as_DATE")
             continue
         head = _mention_head(rows, first, last)
-        if rows[head][3] != "PROPN":  # "author Truman Capote": UD makes the name a flat or appos child of "author"
+        office = attributes[0] == "person" and rows[head][1].lower() in _OFFICES
+        if rows[head][3] != "PROPN" or office:
+            # "author Truman Capote", "General Suleiman al-Amr": UD makes the name a flat or appos child of the noun
             head = next((k for k in range(first, last + 1) if rows[k][3] == "PROPN" and rows[k][6] == rows[head][0]
-                         and rows[k][7].split(":")[0] in ("flat", "appos")), head)
+                         and rows[k][7].split(":")[0] in ("flat", "appos") and rows[k][1].lower() not in _OFFICES),
+                        head)
         if rows[head][3] != "PROPN":
             if any(rows[k][3] == "PROPN" for k in range(first, last + 1)):
                 audit.note(source, "mention_not_headed_by_a_name")  # "the Libertarian Party's nominee"
             continue  # "he", "the court": a mention, not a name
+        if attributes[0] == "person" and rows[head][1].lower() in _OFFICES:
+            audit.note(source, "title_not_a_name")  # "the Governor of Virginia": an office, not a name
+            continue
         minimal = [first + int(k) - 1 for k in (attributes[4] if len(attributes) > 4 else "").split(",")
                    if k.isdigit() and first + int(k) - 1 <= last] or [first]
         if attributes[0] == "person" and (len(attributes) > 6 and attributes[6].endswith("_people")
