@@ -71,13 +71,14 @@ def test_sentence_punctuation_glued_to_a_name_is_trimmed_but_abbreviations_keep_
 def test_a_name_ending_in_an_abbreviation_takes_its_period_and_an_initial_joins_the_rest_of_the_name():
     # The mirror of the trim: a tokenizer that split "Inc." into "Inc" "." left the period outside the span.
     audit = Audit()
-    text = "Acme Inc. hired Edward D. Farr in Paris. Then LL Cool J. sang."
+    text = "Acme Inc. hired Edward D. Farr in Paris. Then LL Cool J. sang with Sean Penn."
     names = [("Acme Inc", "ORGANIZATION"), ("Edward D", "PERSON"), ("Farr", "PERSON"), ("Paris", "LOCATION"),
-             ("LL Cool J", "PERSON")]
+             ("LL Cool J", "PERSON"), ("Sean Penn", "PERSON")]
     spans = [{"start": text.index(n), "end": text.index(n) + len(n), "label": t} for n, t in names]
     record = clean_record(raw(text, spans), audit)
+    # "Penn" abbreviates Pennsylvania, but is a name too: its "." ends the sentence.
     assert labeled(record) == [("Acme Inc.", "ORGANIZATION"), ("Edward D. Farr", "PERSON"), ("Paris", "LOCATION"),
-                               ("LL Cool J.", "PERSON")]
+                               ("LL Cool J.", "PERSON"), ("Sean Penn", "PERSON")]
     assert audit.notes["src"]["abbreviation_period_joined"] == 3
 
 

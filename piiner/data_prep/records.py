@@ -132,12 +132,18 @@ def trim_punctuation(text, start, end):
     return start, end
 
 
+# Abbreviations that are also words or names ("Sean Penn.", "Cal.", "Miss."): a "." after one may only end the
+# sentence, so `join_abbreviation_period` adds none (a period already in the span stays, as for any abbreviation).
+_ALSO_WORDS = frozenset({"penn", "cal", "tex", "del", "miss", "wash", "ill", "ind", "mont", "ore", "la", "no"})
+_JOINS_ITS_PERIOD = _ABBREVIATIONS - _ALSO_WORDS
+
+
 def join_abbreviation_period(text, start, end):
     """(start, end) of a name span with the "." right after it when its last word is an abbreviation or an initial
     ("Acme Inc" + "." -> "Acme Inc."): a tokenizer split the period off and the corpus left it outside the name.
     The mirror of `trim_punctuation`'s rule, so every source writes "Inc." and "D." the same way."""
     word = text[start:end].split()[-1]
-    if text[end:end + 1] == "." and (word.lower() in _ABBREVIATIONS or (len(word) == 1 and word.isupper())):
+    if text[end:end + 1] == "." and (word.lower() in _JOINS_ITS_PERIOD or (len(word) == 1 and word.isupper())):
         end += 1
     return start, end
 
