@@ -99,7 +99,7 @@ def tag_spans(tags, starts, tokens, source, audit, types=NER_TYPES):
         # "James P . Walker": the tokenizer split an initial's period off and the annotators ended the person
         # there, leaving the surname O. A name does not end at a middle initial: the capitalized word after it
         # joins (counted); the period joins it when the record is cleaned (``records.join_abbreviation_period``).
-        if tokens[i] == "." and tags[i] == "O" and tags[i + 1] == "O" and types.get(tags[i - 1][2:].upper()) == "PERSON" \
+        if tokens[i] == "." and tags[i] == tags[i + 1] == "O" and types.get(tags[i - 1][2:].upper()) == "PERSON" \
                 and re.fullmatch(r"[A-Z]", tokens[i - 1]) and re.fullmatch(r"[A-Z][a-z]+", tokens[i + 1]):
             tags[i + 1] = tags[i - 1]
             audit.note(source, "surname_after_initial")

@@ -273,6 +273,11 @@ _OFFICES = {"president", "vice", "secretary", "governor", "emperor", "empress", 
             "petitioner", "respondent", "plaintiff", "defendant", "appellant", "appellee"}
 
 
+def _is_office(rows, k, kind):
+    """Whether token `k` of a `kind` mention is a title of office ("Governor"), which in a person is not a name."""
+    return kind == "person" and rows[k][1].lower() in _OFFICES
+
+
 def _mention_head(rows, first, last):
     """Index of the mention's syntactic head: its first token (determiners and punctuation aside) whose HEAD column
     points outside the mention."""
@@ -326,17 +331,16 @@ def _gum_sentence(text, rows, source, audit):
                 audit.note(source, "time_mention_as_DATE")
             continue
         head = _mention_head(rows, first, last)
-        office = attributes[0] == "person" and rows[head][1].lower() in _OFFICES
-        if rows[head][3] != "PROPN" or office:
+        if rows[head][3] != "PROPN" or _is_office(rows, head, attributes[0]):
             # "author Truman Capote", "General Suleiman al-Amr": UD makes the name a flat or appos child of the noun
             head = next((k for k in range(first, last + 1) if rows[k][3] == "PROPN" and rows[k][6] == rows[head][0]
-                         and rows[k][7].split(":")[0] in ("flat", "appos") and rows[k][1].lower() not in _OFFICES),
+                         and rows[k][7].split(":")[0] in ("flat", "appos") and not _is_office(rows, k, attributes[0])),
                         head)
         if rows[head][3] != "PROPN":
             if any(rows[k][3] == "PROPN" for k in range(first, last + 1)):
                 audit.note(source, "mention_not_headed_by_a_name")  # "the Libertarian Party's nominee"
             continue  # "he", "the court": a mention, not a name
-        if attributes[0] == "person" and rows[head][1].lower() in _OFFICES:
+        if _is_office(rows, head, attributes[0]):
             audit.note(source, "title_not_a_name")  # "the Governor of Virginia": an office, not a name
             continue
         minimal = [first + int(k) - 1 for k in (attributes[4] if len(attributes) > 4 else "").split(",")
