@@ -112,6 +112,11 @@ PATTERNS = [
 assert all(t in TIER_OF for t, _, _ in PATTERNS)
 
 
+def url_without_punctuation(url):
+    """A URL without the sentence punctuation written after it ("see http://x.co/a." -> "http://x.co/a")."""
+    return url.rstrip(".,;:!?)]}")
+
+
 def regex_spans(text):
     """Non-overlapping PII spans found by the patterns above, sorted by start."""
     candidates = []
@@ -119,7 +124,7 @@ def regex_spans(text):
         for m in pattern.finditer(text):
             start, end = m.span("value" if "value" in pattern.groupindex else 0)
             if span_type == "URL":
-                end = start + len(text[start:end].rstrip(".,;:!?)]}"))
+                end = start + len(url_without_punctuation(text[start:end]))
             kept = span_type if refine is None else refine(text, start, end, span_type)
             if kept:
                 candidates.append((priority, -(end - start), start, end, kept))

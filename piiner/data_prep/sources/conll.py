@@ -7,6 +7,8 @@ Labels a corpus gives are PER/LOC/ORG in one spelling or another (``NER_TYPES``)
 
 import re
 
+from piiner.patterns import url_without_punctuation
+
 NER_TYPES = {"PER": "PERSON", "PERSON": "PERSON", "LOC": "LOCATION", "LOCATION": "LOCATION", "ORG": "ORGANIZATION",
              "ORGANIZATION": "ORGANIZATION", "MISC": None}
 # What these corpora's people annotated: everything else in them is unlabelled, not a negative.
@@ -65,25 +67,86 @@ def documents(sentences):
 
 _NO_SPACE_BEFORE = {"'s", "'S", "n't", "N'T", "'re", "'ve", "'ll", "'d", "'m", "''", "'"}
 _NO_SPACE_AFTER = {"``", "#"}
-_CLOSING, _OPENING = ",.;:!?)]}%", "([{$"
+_CLOSING, _OPENING = ",.;:!?)]}%\u201d\u2019", "([{$\u201c\u2018"
+# What follows the apostrophe of a word cut in three ("he ' s", "I ' m", "Is n ' t", "you ' re").
+_CLITIC_TAILS = {"s", "m", "t", "re", "ve", "ll", "d"}
 
 
 def _glued_before(token):
-    """A clitic, or punctuation that closes ("," "." ")." ".," "%)"): no space before it."""
-    return token in _NO_SPACE_BEFORE or (token[0] in _CLOSING and not any(c.isalnum() for c in token))
+    """A clitic, or punctuation that closes ("," "." ")." ".," "%)" "\u201d"): no space before it."""
+    return token in _NO_SPACE_BEFORE or (token[:1] in _CLOSING and not any(c.isalnum() for c in token))
 
 
 def _glued_after(token):
-    """Punctuation that opens ("(" "($" "["): no space after it."""
-    return token in _NO_SPACE_AFTER or (token[-1] in _OPENING and not any(c.isalnum() for c in token))
+    """Punctuation that opens ("(" "($" "[" "\u201c"): no space after it."""
+    return token in _NO_SPACE_AFTER or (token[-1:] in _OPENING and not any(c.isalnum() for c in token))
+
+
+def _inner_apostrophe(tokens, i):
+    """tokens[i] is an apostrophe a tokenizer cut out of a word: a clitic ("he ' s") or a name ("O ' Brien")."""
+    if tokens[i] not in ("'", "\u2019") or not 0 < i < len(tokens) - 1:
+        return False
+    before, after = tokens[i - 1], tokens[i + 1]
+    name = before in ("O", "D") and after[:1].isupper()
+    return before[-1:].isalpha() and (after.lower() in _CLITIC_TAILS or name)
+
+
+def _quote_roles(tokens):
+    """{index: True for an opening quote, False for a closing one} for the straight quotes (" and an apostrophe that
+    is no part of a word). Context decides first: a quote before punctuation, another quote or the end closes, one
+    after the start, another quote or an opening bracket opens; between two words, one opens when it is not inside
+    a quote already and a later quote of its kind can close it (else it closes: "the Cats ' first game")."""
+    roles = {}
+    for quote in ('"', "'"):
+        at = [i for i, token in enumerate(tokens) if token == quote and not _inner_apostrophe(tokens, i)]
+        inside = False
+        for k, i in enumerate(at):
+            before, after = tokens[i - 1] if i else None, tokens[i + 1] if i + 1 < len(tokens) else None
+            if after is None or after == quote or _glued_before(after):
+                roles[i] = False
+            elif before is None or before == quote or _glued_after(before):
+                roles[i] = True
+            else:
+                roles[i] = not inside and k + 1 < len(at)
+            inside = roles[i]
+    return roles
+
+
+_LETTER = re.compile(r"[A-Z]\.?")
+
+
+def _cut_word(tokens, i):
+    """tokens[i] continues a word the tokenizer cut: at an apostrophe ("he ' s", "O ' Brien", "Is n ' t") or between
+    letters written with periods ("U . S ." and "U. S." are "U.S.")."""
+    token, before = tokens[i], tokens[i - 1]
+    if _inner_apostrophe(tokens, i) or _inner_apostrophe(tokens, i - 1):
+        return True
+    if token in ("n", "N") and i + 2 < len(tokens) and _inner_apostrophe(tokens, i + 1):
+        return tokens[i + 2] in ("t", "T")
+    if not _LETTER.fullmatch(token):
+        return False
+    if token.endswith("."):
+        return before.endswith(".") and _LETTER.fullmatch(before) is not None
+    return before == "." and i >= 2 and len(tokens[i - 2]) == 1 and _LETTER.fullmatch(tokens[i - 2]) is not None \
+        and tokens[i + 1:i + 2] == ["."]
+
+
+def _glued(tokens, i, quotes):
+    """No space between tokens[i - 1] and tokens[i] in written text."""
+    if i in quotes:  # an opening quote keeps the space before it unless a bracket opens there: ("Lechu"
+        return not quotes[i] or _glued_after(tokens[i - 1])
+    return _cut_word(tokens, i) or quotes.get(i - 1) is True or _glued_before(tokens[i]) \
+        or _glued_after(tokens[i - 1])
 
 
 def join_tokens(tokens, detokenize=False):
     """(text, start offset of each token): tokens joined by single spaces or, with `detokenize`, the way prose is
-    written ("Smith , a" -> "Smith, a"; "( 1999 )" -> "(1999)"; "INC .," -> "INC.,")."""
+    written ("Smith , a" -> "Smith, a"; "( 1999 )" -> "(1999)"; "INC .," -> "INC.,"; "Is n ' t" -> "Isn't";
+    'said " hi "' -> 'said "hi"')."""
     text, starts = "", []
+    quotes = _quote_roles(tokens) if detokenize else {}
     for i, token in enumerate(tokens):
-        if i and (not detokenize or not (_glued_before(token) or _glued_after(tokens[i - 1]))):
+        if i and not (detokenize and _glued(tokens, i, quotes)):
             text += " "
         starts.append(len(text))
         text += token
@@ -135,8 +198,8 @@ def pattern_spans(tokens, starts, tags, source, audit):
             continue
         if handle := HANDLE.fullmatch(token):
             spans.append({"start": start + 1, "end": start + 1 + len(handle.group(1)), "label": "USERNAME"})
-        elif URL.fullmatch(token):
-            spans.append({"start": start, "end": start + len(token), "label": "URL"})
+        elif URL.fullmatch(token):  # a tweet's tokenizer leaves a sentence's period on its last link
+            spans.append({"start": start, "end": start + len(url_without_punctuation(token)), "label": "URL"})
         elif EMAIL.fullmatch(token):
             spans.append({"start": start, "end": start + len(token), "label": "EMAIL"})
         else:

@@ -3,7 +3,7 @@ Wikigold, SEC filings, UNER English-EWT and GUM. Each reader turns a local copy 
 public files fetched into the cache) into {split: documents}; ``records`` makes raw records of them.
 
 - Offsets come from each sentence's original text where the corpus gives it (UNER, GUM: tokens are found in
-  ``# text =``), else from the tokens, joined by spaces (tweets) or detokenized (Wikipedia, contracts).
+  ``# text =``), else from the tokens, detokenized as people write ("Is n ' t" -> "Isn't", "U . S ." -> "U.S.").
 - Documents are the unit of the split (``group``); a record is a run of consecutive sentences of one document up
   to ~600 characters, so the model sees real multi-sentence text. A tweet is a document of its own.
 - Tags: B/I-PER, -LOC, -ORG (MISC is not PII). Wikigold and SEC filings use IO tags, so a run of I-X is one entity.
@@ -117,7 +117,7 @@ def _btc_tweet(tokens, source, audit):
             continue
         words.append(token)
         tags.append(tag)
-    text, starts = join_tokens(words)
+    text, starts = join_tokens(words, detokenize=True)
     spans = tag_spans(tags, starts, words, source, audit) + pattern_spans(words, starts, tags, source, audit)
     return text, sorted(spans, key=lambda s: s["start"])
 

@@ -1,6 +1,7 @@
 """WNUT-17 emerging entities (CoNLL files, CC-BY 4.0): user-generated text labeled by people.
 
-Each sentence's tokens are joined by single spaces to rebuild a text with exact character offsets. person,
+Each sentence's text is rebuilt from its tokens the way people write it ("Is n ' t" -> "Isn't", "Knicks !" ->
+"Knicks!": ``conll.join_tokens``), with exact character offsets. person,
 location, corporation and group map to PERSON, LOCATION, ORGANIZATION; product and creative-work are not PII.
 The annotators tagged @handles and URLs O although they are USERNAME and URL for us; left O, the model would
 learn to miss them, so a token tagged O that fully matches a strict pattern is labeled (counted in the audit):
@@ -42,7 +43,7 @@ def read_rows(path, problems=None):
 def sentence_record(source, tokens, audit):
     """(text, spans) for one CoNLL sentence."""
     words, tags = [t for t, _ in tokens], [tag for _, tag in tokens]
-    text, starts = join_tokens(words)
+    text, starts = join_tokens(words, detokenize=True)
     spans = tag_spans(tags, starts, words, source, audit, _TYPES) + pattern_spans(words, starts, tags, source, audit)
     return text, sorted(spans, key=lambda s: s["start"])
 
