@@ -139,6 +139,8 @@ def test_tweets_read_as_people_write_them_not_as_their_tokenizer_cut_them():
     assert records["Rubin \"Hurricane\" Carter isn't in the U.S. (says CNN): http://t.co/Xy12."] == [
         ('Rubin "Hurricane" Carter', "PERSON"), ("U.S.", "LOCATION"), ("CNN", "ORGANIZATION"),
         ("http://t.co/Xy12", "URL")]
+    # Numbers, times and domains are one word again too.
+    assert records["Acme sales up 4.4% to $50,000 at 10:39, see acme.com"] == [("Acme", "ORGANIZATION")]
 
 
 def test_local_formats_parquet_arrow_and_save_to_disk_read_alike(tmp_path):

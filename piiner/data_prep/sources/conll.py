@@ -113,13 +113,23 @@ def _quote_roles(tokens):
 
 
 _LETTER = re.compile(r"[A-Z]\.?")
+# A mark between two numbers that a tokenizer spaced out: (number before, the mark, number after) -> one number.
+_NUMBER_MARKS = {",": (r"\d{1,3}", r"\d{3}"), ".": (r"\d+", r"\d+"), ":": (r"\d{1,2}", r"\d{2}(?:[ap]m)?")}
+_DOMAINS = {"com", "org", "net", "edu", "gov", "co", "uk", "io", "ly", "me", "tv", "us"}
 
 
 def _cut_word(tokens, i):
-    """tokens[i] continues a word the tokenizer cut: at an apostrophe ("he ' s", "O ' Brien", "Is n ' t") or between
-    letters written with periods ("U . S ." and "U. S." are "U.S.")."""
+    """tokens[i] continues a word the tokenizer cut: at an apostrophe ("he ' s", "O ' Brien", "Is n ' t"), inside a
+    number, a time or a domain ("50 , 000", "4 . 4", "10 : 39", "bit . ly") or between letters written with periods
+    ("U . S ." and "U. S." are "U.S.")."""
     token, before = tokens[i], tokens[i - 1]
     if _inner_apostrophe(tokens, i) or _inner_apostrophe(tokens, i - 1):
+        return True
+    if i >= 2 and before in _NUMBER_MARKS:
+        number_before, number_after = _NUMBER_MARKS[before]
+        if re.fullmatch(number_before, tokens[i - 2]) and re.fullmatch(number_after, token, re.IGNORECASE):
+            return True
+    if i >= 2 and before == "." and token in _DOMAINS and tokens[i - 2][-1:].isalnum():
         return True
     if token in ("n", "N") and i + 2 < len(tokens) and _inner_apostrophe(tokens, i + 1):
         return tokens[i + 2] in ("t", "T")
@@ -142,7 +152,7 @@ def _glued(tokens, i, quotes):
 def join_tokens(tokens, detokenize=False):
     """(text, start offset of each token): tokens joined by single spaces or, with `detokenize`, the way prose is
     written ("Smith , a" -> "Smith, a"; "( 1999 )" -> "(1999)"; "INC .," -> "INC.,"; "Is n ' t" -> "Isn't";
-    'said " hi "' -> 'said "hi"')."""
+    "$ 50 , 000" -> "$50,000"; 'said " hi "' -> 'said "hi"')."""
     text, starts = "", []
     quotes = _quote_roles(tokens) if detokenize else {}
     for i, token in enumerate(tokens):
