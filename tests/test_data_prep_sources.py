@@ -8,6 +8,7 @@ import pytest
 from piiner.data_prep.audit import Audit
 from piiner.data_prep.records import check_record, clean_record
 from piiner.data_prep.sources import SourceUnavailable, iter_source
+from piiner.data_prep.sources.conll import join_tokens
 from piiner.data_prep.sources.gretel import find_occurrences
 from piiner.data_prep.sources.loading import parse_list, read_local
 from piiner.data_prep.split import assign_splits
@@ -141,6 +142,19 @@ def test_tweets_read_as_people_write_them_not_as_their_tokenizer_cut_them():
         ("http://t.co/Xy12", "URL")]
     # Numbers, times and domains are one word again too.
     assert records["Acme sales up 4.4% to $50,000 at 10:39, see acme.com"] == [("Acme", "ORGANIZATION")]
+
+
+@pytest.mark.parametrize("tokens, text", [
+    ("the Cats ' first game", "the Cats' first game"),  # a lone apostrophe after a plural: its possessive
+    ("program ' Fat Chance ' is", "program 'Fat Chance' is"),  # two of them quote what is between
+    ('Agreement . " " Servicer " shall', 'Agreement." "Servicer" shall'),  # a quote before a quote closes
+    ("on September 1 , 1862 at 7 : 06 : 08pm", "on September 1, 1862 at 7:06:08pm"),  # a year is no thousands
+])
+def test_detokenized_text_keeps_every_token_at_its_offset(tokens, text):
+    words = tokens.split()
+    rebuilt, starts = join_tokens(words, detokenize=True)
+    assert rebuilt == text
+    assert [rebuilt[start:start + len(word)] for word, start in zip(words, starts)] == words
 
 
 def test_local_formats_parquet_arrow_and_save_to_disk_read_alike(tmp_path):
