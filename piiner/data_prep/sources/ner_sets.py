@@ -75,9 +75,9 @@ def _files(path, pattern):
 
 # -- token-only corpora --------------------------------------------------------------------------------------------
 
-def _token_sentence(tokens, source, audit, detokenize):
+def _token_sentence(tokens, source, audit):
     words, tags = [t for t, _ in tokens], [tag for _, tag in tokens]
-    text, starts = join_tokens(words, detokenize)
+    text, starts = join_tokens(words, detokenize=True)
     spans = tag_spans(tags, starts, words, source, audit)
     return text, spans
 
@@ -89,7 +89,7 @@ _ROLE_WORDS = {"borrower", "borrowers", "lender", "lenders", "bank", "agent", "g
 
 
 def _contract_sentence(tokens, source, audit):
-    text, spans = _token_sentence(tokens, source, audit, True)
+    text, spans = _token_sentence(tokens, source, audit)
     kept = [span for span in spans if text[span["start"]:span["end"]].lower() not in _ROLE_WORDS]
     if len(kept) < len(spans):
         audit.note(source, "role_word_not_pii", len(spans) - len(kept))
@@ -381,7 +381,7 @@ def make_records(source_name, sentence_of, max_chars=600):
 
 
 btc_records = make_records("btc", lambda raw, source, audit: _btc_tweet(raw, source, audit))
-wikigold_records = make_records("wikigold", lambda raw, source, audit: _token_sentence(raw, source, audit, True))
+wikigold_records = make_records("wikigold", _token_sentence)
 sec_records = make_records("sec_filings", _contract_sentence)
 uner_records = make_records("uner_ewt", lambda raw, source, audit: _text_sentence(raw[0], raw[1], source, audit, source))
 gum_records = make_records("gum", lambda raw, source, audit: _gum_sentence(raw[0], raw[1], source, audit))
