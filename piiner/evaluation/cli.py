@@ -46,8 +46,8 @@ def parse_args(argv=None):
     p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")
     p.add_argument("--merge-types", help="score these types as one, in the gold and in every system's predictions: "
                    "A=B,... (e.g. DATE_OF_BIRTH=DATE against a baseline that cannot tell a birth date from a date)")
-    p.add_argument("--compare", help="comma-separated baselines (regex, presidio) scored on the same rows in the "
-                   "same run, reported under 'compare' with a side-by-side table")
+    p.add_argument("--compare", help="comma-separated baselines (regex, presidio, rampart) scored on the same rows in "
+                   "the same run, reported under 'compare' with a side-by-side table")
     p.add_argument("--out", help="write the JSON report here")
     p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans}, the format "
                    "--predictions reads, to rescore them later (other --types, --source) without a rerun")

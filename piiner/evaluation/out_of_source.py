@@ -13,9 +13,9 @@
 `leave-one-out` trains one model per held-out source on every other source (a corpus built without it, so no
 synthetic record carries its sentences either) and scores it on that source's test split; `ablation` trains each
 architecture and loss variant once, on every source but the held-out ones, and scores all of them there. Each
-score comes with Presidio's and the regex baseline's on the same rows, in the same run (`--compare`). A source's
-types are the ones its annotators labelled (persons, places, organizations; GUM also dates). `table` prints the
-results as markdown, beside the in-source scores of a model trained on everything.
+score comes with Presidio's, Rampart's and the regex baseline's on the same rows, in the same run (`--compare`). A
+source's types are the ones its annotators labelled (persons, places, organizations; GUM also dates). `table`
+prints the results as markdown, beside the in-source scores of a model trained on everything.
 """
 
 import argparse
@@ -32,6 +32,9 @@ from piiner.data_prep.sources.conll import NER_LABELLED_TYPES
 SCORED_TYPES = {name: NER_LABELLED_TYPES for name in ("wnut17", "btc", "wikigold", "sec_filings", "uner_ewt")}
 SCORED_TYPES["gum"] = NER_LABELLED_TYPES + ("DATE",)
 
+# The systems every score is compared with, on the same rows in the same run, and their tables' column headings.
+BASELINES = {"presidio": "Presidio + spaCy F1", "rampart": "Rampart F1", "regex": "regex F1"}
+
 # The architecture and loss variants of the ablation: train.py flags.
 VARIANTS = {
     "piiner (char CNN + gate + CRF, partial annotation)": [],
@@ -46,7 +49,7 @@ VARIANTS = {
 SEEDED = re.compile(r"^seed\d+_")
 
 
-def evaluate_source(model, data, source, out, baselines=("presidio", "regex")):
+def evaluate_source(model, data, source, out, baselines=tuple(BASELINES)):
     """piiner-evaluate on one source's test split of `data`, with the baselines; returns the report."""
     from piiner.evaluation.cli import run
 
@@ -115,7 +118,7 @@ def ablation(args):
             for source in held_out + args.also.split(","):
                 if source:
                     evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_{name}_{source}.json"),
-                                    baselines=() if index or seed is not None else ("presidio", "regex"))
+                                    baselines=() if index or seed is not None else tuple(BASELINES))
             with open(os.path.join(model, "variant.json"), "w") as f:
                 json.dump({"variant": variant, "flags": flags, "held_out": held_out, "seed": seed}, f)
 
@@ -126,7 +129,7 @@ def _f1(report, system=None):
 
 
 def table(args):
-    """Markdown: per source, out-of-source F1 (and in-source, when given), Presidio and regex on the same rows."""
+    """Markdown: per source, out-of-source F1 (and in-source, when given), the baselines on the same rows."""
     rows = []
     prefix = args.prefix
     for name in sorted(os.listdir(args.folder)):
@@ -152,10 +155,10 @@ def table(args):
         o = report["overall"]
         cells = [source, f"{report['meta']['n_texts']:,}", f"{o['f1']:.3f} ({o['precision']:.3f} / {o['recall']:.3f})",
                  *in_source, *(f"{_f1(report, system):.3f}" if system in compare else "-"
-                               for system in ("presidio", "regex"))]
+                               for system in BASELINES)]
         rows.append("| " + " | ".join(cells) + " |")
     columns = ["source", "texts", args.label, *(["piiner in source F1"] if args.in_source else []),
-               "Presidio + spaCy F1", "regex F1"]
+               *BASELINES.values()]
     header = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     print("\n".join(header + rows))
 
