@@ -70,6 +70,19 @@ def test_uner_offsets_come_from_the_original_sentence_and_unlabelled_types_are_r
     assert raw["labelled_types"] == ("PERSON", "LOCATION", "ORGANIZATION")
 
 
+def test_a_sentence_without_its_text_is_rebuilt_as_people_write_it(tmp_path):
+    # A copy whose "# text =" lines are gone (or do not match the tokens): the text comes from the tokens, written
+    # the way the token-only corpora are, not with a space before every mark and inside "did n't".
+    with open(os.path.join(FIXTURES, "uner_ewt", "en_ewt-ud-dev.iob2"), encoding="utf-8") as f:
+        lines = [line for line in f if not line.startswith("# text =")]
+    (tmp_path / "uner_ewt").mkdir()
+    (tmp_path / "uner_ewt" / "en_ewt-ud-dev.iob2").write_text("".join(lines), encoding="utf-8")
+    records, audit = load("uner_ewt", str(tmp_path / "uner_ewt"))
+    assert records["I met Ann in New York, didn't I? Email me at ann@x.org."] == [
+        ("Ann", "PERSON"), ("New York", "LOCATION")]
+    assert audit.notes["uner_ewt"]["text_rebuilt_from_tokens"] == 2
+
+
 def test_gum_keeps_named_mentions_and_calendar_dates():
     records, audit = load("gum", "gum")
     text = ("Dr. Ann Lee visited the University of Leeds on 3 March 1999 and he liked it. The morning was cold. "

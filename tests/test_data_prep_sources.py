@@ -152,7 +152,7 @@ def test_tweets_read_as_people_write_them_not_as_their_tokenizer_cut_them():
 ])
 def test_detokenized_text_keeps_every_token_at_its_offset(tokens, text):
     words = tokens.split()
-    rebuilt, starts = join_tokens(words, detokenize=True)
+    rebuilt, starts = join_tokens(words)
     assert rebuilt == text
     assert [rebuilt[start:start + len(word)] for word, start in zip(words, starts)] == words
 

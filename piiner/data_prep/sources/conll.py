@@ -149,14 +149,14 @@ def _glued(tokens, i, quotes):
         or _glued_after(tokens[i - 1])
 
 
-def join_tokens(tokens, detokenize=False):
-    """(text, start offset of each token): tokens joined by single spaces or, with `detokenize`, the way prose is
-    written ("Smith , a" -> "Smith, a"; "( 1999 )" -> "(1999)"; "INC .," -> "INC.,"; "Is n ' t" -> "Isn't";
-    "$ 50 , 000" -> "$50,000"; 'said " hi "' -> 'said "hi"')."""
+def join_tokens(tokens):
+    """(text, start offset of each token): tokens joined the way prose is written ("Smith , a" -> "Smith, a";
+    "( 1999 )" -> "(1999)"; "INC .," -> "INC.,"; "Is n ' t" -> "Isn't"; "$ 50 , 000" -> "$50,000";
+    'said " hi "' -> 'said "hi"')."""
     text, starts = "", []
-    quotes = _quote_roles(tokens) if detokenize else {}
+    quotes = _quote_roles(tokens)
     for i, token in enumerate(tokens):
-        if i and not (detokenize and _glued(tokens, i, quotes)):
+        if i and not _glued(tokens, i, quotes):
             text += " "
         starts.append(len(text))
         text += token

@@ -77,7 +77,7 @@ def _files(path, pattern):
 
 def _token_sentence(tokens, source, audit):
     words, tags = [t for t, _ in tokens], [tag for _, tag in tokens]
-    text, starts = join_tokens(words, detokenize=True)
+    text, starts = join_tokens(words)
     spans = tag_spans(tags, starts, words, source, audit)
     return text, spans
 
@@ -117,7 +117,7 @@ def _btc_tweet(tokens, source, audit):
             continue
         words.append(token)
         tags.append(tag)
-    text, starts = join_tokens(words, detokenize=True)
+    text, starts = join_tokens(words)
     spans = tag_spans(tags, starts, words, source, audit) + pattern_spans(words, starts, tags, source, audit)
     return text, sorted(spans, key=lambda s: s["start"])
 

@@ -43,7 +43,7 @@ def read_rows(path, problems=None):
 def sentence_record(source, tokens, audit):
     """(text, spans) for one CoNLL sentence."""
     words, tags = [t for t, _ in tokens], [tag for _, tag in tokens]
-    text, starts = join_tokens(words, detokenize=True)
+    text, starts = join_tokens(words)
     spans = tag_spans(tags, starts, words, source, audit, _TYPES) + pattern_spans(words, starts, tags, source, audit)
     return text, sorted(spans, key=lambda s: s["start"])
 
