@@ -274,7 +274,7 @@ def test_presidio_missing_exits_naming_the_install_command(monkeypatch, gold_fil
         _run("--baseline", "presidio", "--data", gold_file)
 
 
-RAMPART_TEXT = "Alex Rivera, 12 Baker St,\nSpringfield, IL 62704; Denver's 472-81-0094, routing 021000021."
+RAMPART_TEXT = "Alex Rivera, 12 Baker St,\nSpringfield, IL 62704; Denver's 472-81-0094, routing 021000021.\n"
 
 
 @pytest.mark.parametrize("detected, expected", [
@@ -284,6 +284,10 @@ RAMPART_TEXT = "Alex Rivera, 12 Baker St,\nSpringfield, IL 62704; Denver's 472-8
     ([(13, 15, "BUILDING_NUMBER"), (16, 24, "STREET_NAME"), (26, 37, "CITY"), (39, 41, "STATE"), (42, 47, "ZIP_CODE"),
       (49, 55, "CITY")], [(13, 47, "STREET_ADDRESS"), (49, 55, "LOCATION")]),
     ([(26, 37, "CITY"), (39, 41, "STATE")], [(26, 41, "LOCATION")]),
+    # pieces of one word are one span; two identifiers a space apart stay two
+    ([(58, 61, "SSN"), (61, 69, "SSN"), (79, 82, "PHONE_NUMBER"), (82, 88, "PHONE_NUMBER"), (89, 90, "EMAIL")],
+     [(58, 69, "SSN"), (79, 88, "PHONE"), (89, 90, "EMAIL")]),
+    ([(58, 69, "SSN"), (70, 71, "SSN")], [(58, 69, "SSN"), (70, 71, "SSN")]),
     # a name next to an address stays a name; types piiner has no equivalent for are dropped
     ([(0, 4, "GIVEN_NAME"), (5, 11, "SURNAME"), (13, 15, "BUILDING_NUMBER"), (58, 69, "SSN"),
       (79, 88, "ROUTING_NUMBER")], [(0, 11, "PERSON"), (13, 15, "STREET_ADDRESS"), (58, 69, "SSN")]),

@@ -135,39 +135,47 @@ assert all(t in TIER_OF for t in RAMPART_TO_PIINER.values())
 RAMPART_NAME_PARTS = frozenset({"GIVEN_NAME", "SURNAME"})
 RAMPART_ADDRESS_PARTS = frozenset({"BUILDING_NUMBER", "STREET_NAME", "SECONDARY_ADDRESS", "CITY", "STATE", "ZIP_CODE"})
 RAMPART_PLACE_PARTS = frozenset({"CITY", "STATE"})
-# What may stand between two parts of one name (spaces; nothing, where its decoder cut a word in two) or of one
-# address (also commas and line breaks: "12 Baker Street,\nSpringfield, IL 62704").
-_NAME_GAP = re.compile(r"\s*")
-_ADDRESS_GAP = re.compile(r"[\s,]*")
+# What may stand between two pieces of one span: spaces in a name, also commas and line breaks in an address
+# ("12 Baker Street,\nSpringfield, IL 62704"); nothing in anything else (pieces of one word).
+_GAPS = {"name": re.compile(r"\s*"), "address": re.compile(r"[\s,]*")}
+_NO_GAP = re.compile("")
+
+
+def _rampart_kind(span_type):
+    if span_type in RAMPART_NAME_PARTS:
+        return "name"
+    return "address" if span_type in RAMPART_ADDRESS_PARTS else RAMPART_TO_PIINER.get(span_type)
 
 
 def rampart_spans(text, detected):
     """Rampart's (start, end, type) spans of `text`, in order, as piiner spans.
 
     Rampart tags a given name and a surname apart, and an address as building number, street, unit, city, state and
-    ZIP; piiner has one PERSON and one STREET_ADDRESS. Parts that follow each other with only a gap between them
-    become one span: a name's parts one PERSON; an address's one STREET_ADDRESS, or one LOCATION when they are only
-    a city and a state ("Denver", "Austin, TX").
+    ZIP; piiner has one PERSON and one STREET_ADDRESS. Its decoder also starts a new span at every B- tag, which the
+    model gives to many pieces of one word ("0x2223b9..." as 34 one-piece DRIVERS_LICENSE spans). Pieces of one kind
+    with only their gap between them become one span: a name's parts one PERSON; an address's one STREET_ADDRESS, or
+    one LOCATION when they are only a city and a state ("Denver", "Austin, TX"); pieces of one word one span of
+    their type. Types without a piiner equivalent are dropped.
     """
     out, group, kind = [], [], None
 
     def close():
         if group:
-            label = "PERSON" if kind == "name" else (
-                "LOCATION" if {t for _, _, t in group} <= RAMPART_PLACE_PARTS else "STREET_ADDRESS")
+            label = kind
+            if kind == "name":
+                label = "PERSON"
+            elif kind == "address":
+                label = "LOCATION" if {t for _, _, t in group} <= RAMPART_PLACE_PARTS else "STREET_ADDRESS"
             out.append((group[0][0], group[-1][1], label))
             group.clear()
 
     for start, end, span_type in sorted(detected):
-        part = "name" if span_type in RAMPART_NAME_PARTS else "address" if span_type in RAMPART_ADDRESS_PARTS else None
-        gap = _NAME_GAP if part == "name" else _ADDRESS_GAP
-        if not (group and part == kind and gap.fullmatch(text, group[-1][1], start)):
+        part = _rampart_kind(span_type)
+        if not (group and part == kind and _GAPS.get(kind, _NO_GAP).fullmatch(text, group[-1][1], start)):
             close()
         if part:
             group.append((start, end, span_type))
             kind = part
-        elif span_type in RAMPART_TO_PIINER:
-            out.append((start, end, RAMPART_TO_PIINER[span_type]))
     close()
     return non_overlapping(out)
 
