@@ -70,6 +70,11 @@ def wait_for(condition, timeout=10):
     raise AssertionError("the page did not get there in time")
 
 
+SCREENSHOT_NOTE = ("Hi team, Maria Gonzalez (DOB 03/14/1962) called from 217-555-0143 about her refund. Her card 4111 "
+                   "1111 1111 1111 was charged twice; SSN on file 123-45-6789. Please email her at "
+                   "maria.gonzalez@example.org and copy Dr. Alan Reyes at the Springfield clinic.")
+
+
 def test_the_page_finds_highlights_and_redacts(service, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
@@ -100,11 +105,15 @@ def test_the_page_finds_highlights_and_redacts(service, browser):
     browser.find_element(By.ID, "redact").click()
     assert "at least one tier" in wait_for(lambda: browser.find_element(By.ID, "error").text)
 
-    screenshot = os.environ.get("PIINER_SCREENSHOT")
+    screenshot = os.environ.get("PIINER_SCREENSHOT")  # the README's picture: the note below, every tier, placeholders
     if screenshot:
         for tier in ("1", "2", "3", "4"):
             browser.find_element(By.ID, f"tier-{tier}").click()
+        box.clear()
+        box.send_keys(SCREENSHOT_NOTE)
         Select(browser.find_element(By.ID, "mode")).select_by_value("placeholder")
+        browser.find_element(By.ID, "detect").click()
+        wait_for(lambda: "Maria" in browser.find_element(By.ID, "highlighted").text)
         browser.find_element(By.ID, "redact").click()
-        wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#highlighted mark"))
+        wait_for(lambda: "[" in browser.find_element(By.ID, "redacted").get_attribute("value"))
         browser.save_screenshot(screenshot)
