@@ -1,7 +1,7 @@
 """Baselines scored on the same data as the model: a regex tagger and, when installed, Microsoft Presidio and
 Arcjet's Rampart, a peer PII model.
 
-Both return, per text, non-overlapping spans as ``{"start", "end", "label"}`` dicts in piiner type names,
+Each returns, per text, non-overlapping spans as ``{"start", "end", "label"}`` dicts in piiner type names,
 sorted by start. ``get_baseline(name)`` builds one by name, as ``piiner-evaluate --baseline NAME`` does.
 """
 
