@@ -1,11 +1,17 @@
 """Model outputs -> entities for piiner: the windows of a text merged into one prediction per token, and BIO tags
 turned into whole entities with exact character offsets into the original text.
 
-Ships with the weights: imports only torch and its siblings.
+Ships with the weights: imports only torch, NumPy, the standard library and its siblings.
 """
 
+import functools
+import ipaddress
+import re
+
+import numpy as np
 import torch
 
+from .crf_numba import crf_decode_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span
 from .pii_schema import split_label
 
@@ -144,4 +150,89 @@ def decode_tokens(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
     return tokens
 
 
-__all__ = ["merge_windows", "decode_entities", "decode_tokens"]
+def _digits(word):
+    return re.sub(r"\D", "", word)
+
+
+def _luhn_valid(digits):
+    total = 0
+    for i, digit in enumerate(reversed(digits)):
+        value = int(digit) * (2 if i % 2 else 1)
+        total += value - 9 if value > 9 else value
+    return total % 10 == 0
+
+
+def _is_ip_address(word):
+    try:
+        ipaddress.ip_address(word)
+    except ValueError:
+        return False
+    return True
+
+
+# What an entity of these types must be, whatever its layout: an address Python can parse, nine digits, a card's
+# 12 to 19 digits that pass Luhn. An entity that is not cannot be of its type ("745.25.1139" as IP_ADDRESS).
+TYPE_CHECKS = {
+    "IP_ADDRESS": _is_ip_address,
+    "SSN": lambda word: len(_digits(word)) == 9,
+    "CREDIT_CARD": lambda word: 12 <= len(_digits(word)) <= 19 and _luhn_valid(_digits(word)),
+}
+
+
+def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
+                   multiline_types=(), max_rounds=4):
+    """One window's tags and scores with no entity that fails its type's check (`TYPE_CHECKS`).
+
+    Where the window's best CRF path holds such an entity, that type's labels are forbidden on its tokens and the
+    window is decoded again (the same Viterbi and marginals, `crf_decode_cpu`): the best path among those that do
+    not type those tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there (an SSN, say).
+    The window is unchanged, and nothing is decoded again, when every entity passes. Scores after a decode again are
+    the marginals of the constrained chain: how sure the model is of the span given that it is not the failed type.
+
+    Args:
+        offsets, tag_ids, tag_scores: the window's tokens and their decoded tags and scores, as `merge_windows` takes.
+        emissions (`(seq_len, num_labels)`): the window's log-softmax emission scores.
+        crf_mask (`(seq_len,)`): the CRF positions. crf: the constrained `(start, transitions, end)`.
+
+    Returns:
+        `(tag_ids, tag_scores)`; after `max_rounds` decodes, the last one's.
+    """
+    tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
+    labels_of = _checked_labels(tuple(sorted((int(i), label) for i, label in id2label.items())))
+    checked = {tag_id for ids in labels_of.values() for tag_id in ids}
+    if not any(int(tag_id) in checked for tag_id in tag_ids):  # no entity of a checked type: nothing to check
+        return tag_ids, tag_scores
+    emissions = np.array(emissions, dtype=np.float32)
+    for _ in range(max_rounds):
+        failing = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
+                                              multiline_types)
+                   if e["type"] in TYPE_CHECKS and not TYPE_CHECKS[e["type"]](e["word"])]
+        if not failing:
+            break
+        for entity in failing:
+            tokens = [i for i, (s, e) in enumerate(_as_offset_pairs(offsets)) if e > s and s < entity["end"]
+                      and e > entity["start"]]
+            emissions[np.ix_(tokens, labels_of[entity["type"]])] = FORBIDDEN_EMISSION
+        mask = np.asarray(crf_mask, dtype=bool)
+        tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+        tag_ids = tags[0]
+        tag_scores = np.take_along_axis(marginals[0], np.maximum(tag_ids, 0)[:, None], axis=-1)[:, 0] * mask
+    return tag_ids, tag_scores
+
+
+@functools.lru_cache(maxsize=8)
+def _checked_labels(labels):
+    """{type: its B-/I- tag ids} for the types of `TYPE_CHECKS` among `labels` ((tag id, label) pairs)."""
+    labels_of = {}
+    for tag_id, label in labels:
+        prefix, entity_type = split_label(label)
+        if prefix != "O" and entity_type in TYPE_CHECKS:
+            labels_of.setdefault(entity_type, []).append(tag_id)
+    return labels_of
+
+
+# An emission score no path takes while another is open (log-probabilities are > -100 in float32).
+FORBIDDEN_EMISSION = -1.0e4
+
+
+__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "TYPE_CHECKS"]

@@ -14,7 +14,7 @@ from transformers.pipelines.base import ChunkPipeline
 
 from .encoding_piiner import encode_texts
 
-from .decoding_piiner import decode_entities, decode_tokens, merge_windows
+from .decoding_piiner import checked_window, decode_entities, decode_tokens, merge_windows
 
 
 AGGREGATION_STRATEGIES = ("simple", "none")
@@ -127,8 +127,10 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
                 f"{type(self.model).__name__} returned no decoded_tags/tag_scores: the pipeline needs a piiner "
                 "model (PiiNerForTokenClassification)"
             )
-        return {"decoded_tags": tags, "tag_scores": scores.float(), "offset_mapping": offsets, "text": text,
-                "is_last": is_last}
+        # The emissions go along so that postprocess can decode a window again where an entity fails its type's check.
+        emissions = torch.log_softmax(output["logits"].float(), dim=-1)
+        return {"decoded_tags": tags, "tag_scores": scores.float(), "emissions": emissions, "offset_mapping": offsets,
+                "text": text, "is_last": is_last}
 
     def _batch_char_ids(self, windows, seq_len):
         """(B, T, C) char ids from the windows' (T_i, C_i) arrays, placed as the collate placed their tokens."""
@@ -143,11 +145,16 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
 
     def postprocess(self, all_outputs, aggregation_strategy="simple", min_score=None):
         text = all_outputs[0]["text"]
-        offsets, tags, scores = merge_windows(
-            (out["offset_mapping"][0], out["decoded_tags"][0], out["tag_scores"][0]) for out in all_outputs
-        )
         config = self.model.config
         type_to_tier = getattr(config, "type_to_tier", None) or {}
+        crf = self.model._transition_scores()
+        windows = []
+        for out in all_outputs:
+            offsets, tags = out["offset_mapping"][0], out["decoded_tags"][0]
+            windows.append((offsets, *checked_window(
+                text, offsets, tags, out["tag_scores"][0], out["emissions"][0], tags >= 0, crf, config.id2label,
+                type_to_tier, getattr(config, "multiline_types", None) or ())))
+        offsets, tags, scores = merge_windows(windows)
         if aggregation_strategy == "simple":
             results = decode_entities(text, offsets, tags, scores, config.id2label, type_to_tier,
                                       getattr(config, "multiline_types", None) or ())

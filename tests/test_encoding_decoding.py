@@ -371,3 +371,32 @@ def test_tokenizer_offsets_decode_to_exact_spans(tiny_tokenizer, text, gold):
     got = decode_entities(text, offsets, tags, [0.9] * len(tags), ID2LABEL, TIER_OF)
     assert [(e["start"], e["end"], e["type"]) for e in got] == [gold]
     assert got[0]["word"] == text[gold[0]:gold[1]]
+
+
+CHECKED_LABELS = {0: "O", 1: "B-IP_ADDRESS", 2: "I-IP_ADDRESS", 3: "B-SSN", 4: "I-SSN", 5: "B-PHONE", 6: "I-PHONE"}
+
+
+@pytest.mark.parametrize("number, expected", [
+    ("745.25.1139", "SSN"),  # three groups: no IP address, so the type the model ranks next
+    ("10.0.0.1", "IP_ADDRESS"),  # an IP address stays one, and nothing is decoded again
+])
+def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, expected):
+    import numpy as np
+
+    from piiner.decoding_piiner import checked_window
+    from piiner.crf_numba import crf_decode_cpu
+
+    text = f"id {number} ok"
+    offsets = [(0, 2), (3, 3 + len(number)), (4 + len(number), 6 + len(number))]
+    probs = np.full((3, 7), 0.01)
+    probs[[0, 2], 0] = 0.94
+    probs[1, [1, 3, 5]] = 0.6, 0.3, 0.04  # IP first, SSN second, phone third
+    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
+    mask = np.ones(3, dtype=bool)
+    crf = np.zeros(7, np.float32), np.zeros((7, 7), np.float32), np.zeros(7, np.float32)
+    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    scores = marginals[0][np.arange(3), tags[0]]
+    assert list(tags[0]) == [0, 1, 0]
+    tags, scores = checked_window(text, offsets, tags[0], scores, emissions, mask, crf, CHECKED_LABELS, {})
+    (entity,) = decode_entities(text, offsets, tags, scores, CHECKED_LABELS, {})
+    assert (entity["word"], entity["type"]) == (number, expected)

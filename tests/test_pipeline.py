@@ -56,7 +56,8 @@ def rule_forward(model, edge_blind=0, john_score=0.9, smith_score=0.8):
             edge = real & ((rank <= edge_blind) | (from_end < edge_blind))
             tags[edge] = 0
         tags[~real] = -100
-        return ModelOutput(logits=None, decoded_tags=tags, tag_scores=scores * real)
+        logits = 10.0 * torch.nn.functional.one_hot(tags.clamp(min=0), len(label2id)).float()  # agree with the tags
+        return ModelOutput(logits=logits, decoded_tags=tags, tag_scores=scores * real)
 
     model.forward = forward
     return calls
@@ -319,3 +320,23 @@ def test_pipeline_for_a_loaded_model_and_the_ner_alias_is_piiners(tmp_path):
     # Any other model still gets the stock pipeline.
     stock = pipeline("token-classification", model=BertForTokenClassification(tiny_bert_config()), tokenizer=tokenizer)
     assert isinstance(stock, TokenClassificationPipeline) and not isinstance(stock, PiiNerTokenClassificationPipeline)
+
+
+def test_the_pipeline_gives_an_entity_that_fails_its_types_check_the_next_best_type():
+    # The model's best path types "john" as an IP address, which "John" cannot be; its next best type is a person.
+    model = tiny_model()
+    label2id = model.config.label2id
+
+    def forward(input_ids, attention_mask=None, token_type_ids=None, char_ids=None, **kwargs):
+        real = attention_mask.bool() & char_ids.ne(0).any(-1)
+        logits = torch.zeros(*input_ids.shape, len(label2id))
+        logits[..., label2id["O"]] = 5.0
+        john = input_ids == JOHN
+        logits[john, label2id["B-IP_ADDRESS"]] = 9.0
+        logits[john, label2id["B-PERSON"]] = 8.0
+        tags = logits.argmax(-1).masked_fill(~real, -100)
+        return ModelOutput(logits=logits, decoded_tags=tags, tag_scores=real.float())
+
+    model.forward = forward
+    (entity,) = make_pipeline(model)("call John now")
+    assert (entity["word"], entity["type"]) == ("John", "PERSON")

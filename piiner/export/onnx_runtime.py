@@ -33,7 +33,7 @@ from piiner.export.onnx_export import (
 )
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_numba import crf_decode_cpu
-from piiner.decoding_piiner import decode_entities, merge_windows
+from piiner.decoding_piiner import checked_window, decode_entities, merge_windows
 from piiner.encoding_piiner import encode_texts, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
@@ -135,14 +135,14 @@ class OnnxPiiNer:
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
         """One graph call on already-encoded windows (tensors or arrays, the model's inputs); returns `emissions`,
-        `decoded_tags` and `tag_scores` as arrays."""
+        `decoded_tags`, `tag_scores`, `crf_mask` and `crf` (the constrained start, transitions and end) as arrays."""
         feeds = dict(zip(INPUT_NAMES, graph_inputs(input_ids, attention_mask, char_ids)))
         out = dict(zip(self.output_names, self.session.run(self.output_names, feeds)))
-        crf = (out.pop("crf_mask"), out.pop("crf_start"), out.pop("crf_transitions"), out.pop("crf_end"))
-        mask = crf[0]
-        tags, marginals = crf_decode_cpu(out["emissions"], *crf)
+        mask = out.pop("crf_mask")
+        crf = (out.pop("crf_start"), out.pop("crf_transitions"), out.pop("crf_end"))
+        tags, marginals = crf_decode_cpu(out["emissions"], mask, *crf)
         scores = np.take_along_axis(marginals, np.maximum(tags, 0)[..., None], axis=-1)[..., 0] * mask
-        return {**out, "decoded_tags": tags, "tag_scores": scores.astype(np.float32)}
+        return {**out, "decoded_tags": tags, "tag_scores": scores.astype(np.float32), "crf_mask": mask, "crf": crf}
 
     def __call__(self, texts, batch_size: int = 32, max_length: int | None = None, stride: int | None = None):
         """
@@ -166,6 +166,7 @@ class OnnxPiiNer:
     def _find(self, texts, batch_size, max_length, stride):
         encoding = encode_texts(self.tokenizer, texts, self.config, max_length=max_length, stride=stride)
         windows_of = defaultdict(list)
+        type_to_tier = self.config.type_to_tier or {}
         samples = encoding["overflow_to_sample_mapping"].tolist()
         per_call = 1 if self.one_window_per_call else batch_size
         for first in range(0, len(samples), per_call):
@@ -176,11 +177,10 @@ class OnnxPiiNer:
             char_ids = trim_char_ids(encoding["char_ids"][rows, cols], min_chars=max(self.config.char_kernel_sizes))
             out = self.run(encoding["input_ids"][rows, cols], encoding["attention_mask"][rows, cols], char_ids)
             for i, sample in enumerate(samples[rows]):
-                windows_of[sample].append((
-                    encoding["offset_mapping"][first + i, cols], out["decoded_tags"][i].tolist(),
-                    out["tag_scores"][i].tolist(),
-                ))
-        type_to_tier = self.config.type_to_tier or {}
+                offsets = encoding["offset_mapping"][first + i, cols]
+                windows_of[sample].append((offsets, *checked_window(
+                    texts[sample], offsets, out["decoded_tags"][i], out["tag_scores"][i], out["emissions"][i],
+                    out["crf_mask"][i], out["crf"], self.config.id2label, type_to_tier, self.config.multiline_types)))
         entities = []
         for sample, text in enumerate(texts):
             offsets, tags, scores = merge_windows(windows_of[sample])
