@@ -11,7 +11,7 @@ import re
 import numpy as np
 import torch
 
-from .crf_numba import crf_decode_cpu
+from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span
 from .pii_schema import split_label
 
@@ -184,10 +184,11 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     """One window's tags and scores with no entity that fails its type's check (`TYPE_CHECKS`).
 
     Where the window's best CRF path holds such an entity, that type's labels are forbidden on its tokens and the
-    window is decoded again (the same Viterbi and marginals, `crf_decode_cpu`): the best path among those that do
-    not type those tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there (an SSN, say).
-    The window is unchanged, and nothing is decoded again, when every entity passes. Scores after a decode again are
-    the marginals of the constrained chain: how sure the model is of the span given that it is not the failed type.
+    window is decoded again (the same Viterbi, `viterbi_cpu`; the marginals once, at the end): the best path among
+    those that do not type those tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there
+    (an SSN, say). The window is unchanged, and nothing is decoded again, when every entity passes. Scores after a
+    decode again are the marginals of the constrained chain: how sure the model is of the span given that it is not
+    the failed type.
 
     Args:
         offsets, tag_ids, tag_scores: the window's tokens and their decoded tags and scores, as `merge_windows` takes.
@@ -203,6 +204,9 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     if not any(int(tag_id) in checked for tag_id in tag_ids):  # no entity of a checked type: nothing to check
         return tag_ids, tag_scores
     emissions = np.array(emissions, dtype=np.float32)
+    mask = np.asarray(crf_mask, dtype=bool)
+    pairs = _as_offset_pairs(offsets)
+    decoded = False
     for _ in range(max_rounds):
         failing = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
                                               multiline_types)
@@ -210,13 +214,13 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
         if not failing:
             break
         for entity in failing:
-            tokens = [i for i, (s, e) in enumerate(_as_offset_pairs(offsets)) if e > s and s < entity["end"]
-                      and e > entity["start"]]
+            tokens = [i for i, (s, e) in enumerate(pairs) if e > s and s < entity["end"] and e > entity["start"]]
             emissions[np.ix_(tokens, labels_of[entity["type"]])] = FORBIDDEN_EMISSION
-        mask = np.asarray(crf_mask, dtype=bool)
-        tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
-        tag_ids = tags[0]
-        tag_scores = np.take_along_axis(marginals[0], np.maximum(tag_ids, 0)[:, None], axis=-1)[:, 0] * mask
+        tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
+        decoded = True
+    if decoded:  # the marginals once, of the last chain
+        marginals = marginals_cpu(emissions[None], mask[None], *crf)[0]
+        tag_scores = np.take_along_axis(marginals, np.maximum(tag_ids, 0)[:, None], axis=-1)[:, 0] * mask
     return tag_ids, tag_scores
 
 
