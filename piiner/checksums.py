@@ -1,6 +1,6 @@
 """Check digits of the identifiers piiner generates, replaces and detects: Luhn (payment cards, IMEIs) and the
-ISO 13616 mod-97 of IBANs. One implementation for data_prep (synthetic values), deid (surrogates) and evaluation
-(the regex baseline). Not shipped with the weights."""
+ISO 13616 mod-97 of IBANs. One implementation for data_prep (synthetic values), deid (surrogates), evaluation
+(the regex baseline) and decoding (a card must pass Luhn), so it ships with the weights: standard library only."""
 
 import re
 

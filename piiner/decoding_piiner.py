@@ -11,6 +11,7 @@ import re
 import numpy as np
 import torch
 
+from .checksums import luhn_valid
 from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span
 from .pii_schema import split_label
@@ -154,14 +155,6 @@ def _digits(word):
     return re.sub(r"\D", "", word)
 
 
-def _luhn_valid(digits):
-    total = 0
-    for i, digit in enumerate(reversed(digits)):
-        value = int(digit) * (2 if i % 2 else 1)
-        total += value - 9 if value > 9 else value
-    return total % 10 == 0
-
-
 def _is_ip_address(word):
     try:
         ipaddress.ip_address(word)
@@ -175,7 +168,7 @@ def _is_ip_address(word):
 TYPE_CHECKS = {
     "IP_ADDRESS": _is_ip_address,
     "SSN": lambda word: len(_digits(word)) == 9,
-    "CREDIT_CARD": lambda word: 12 <= len(_digits(word)) <= 19 and _luhn_valid(_digits(word)),
+    "CREDIT_CARD": lambda word: 12 <= len(_digits(word)) <= 19 and luhn_valid(word),
 }
 
 

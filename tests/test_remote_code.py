@@ -89,7 +89,7 @@ print("REPORT " + json.dumps(report))
 
 SNAPSHOT_CODE = {
     "configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "crf_numba.py", "pii_schema.py",
-    "pipeline_piiner.py", "encoding_piiner.py", "decoding_piiner.py",
+    "pipeline_piiner.py", "encoding_piiner.py", "decoding_piiner.py", "checksums.py",
 }
 
 
