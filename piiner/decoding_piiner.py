@@ -4,7 +4,6 @@ turned into whole entities with exact character offsets into the original text.
 Ships with the weights: imports only torch, NumPy, the standard library and its siblings.
 """
 
-import functools
 import ipaddress
 import re
 
@@ -192,9 +191,8 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
         `(tag_ids, tag_scores)`; after `max_rounds` decodes, the last one's.
     """
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
-    labels_of = _checked_labels(tuple(sorted((int(i), label) for i, label in id2label.items())))
-    checked = {tag_id for ids in labels_of.values() for tag_id in ids}
-    if not any(int(tag_id) in checked for tag_id in tag_ids):  # no entity of a checked type: nothing to check
+    tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
+    if not any(_label_of(tag_id, id2label)[1] in TYPE_CHECKS for tag_id in tagged):  # nothing to check
         return tag_ids, tag_scores
     emissions = np.array(emissions, dtype=np.float32)
     mask = np.asarray(crf_mask, dtype=bool)
@@ -208,24 +206,14 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
             break
         for entity in failing:
             tokens = [i for i, (s, e) in enumerate(pairs) if e > s and s < entity["end"] and e > entity["start"]]
-            emissions[np.ix_(tokens, labels_of[entity["type"]])] = FORBIDDEN_EMISSION
+            labels = [int(i) for i, label in id2label.items() if split_label(label)[1] == entity["type"]]
+            emissions[np.ix_(tokens, labels)] = FORBIDDEN_EMISSION
         tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
         decoded = True
     if decoded:  # the marginals once, of the last chain
         marginals = marginals_cpu(emissions[None], mask[None], *crf)[0]
         tag_scores = np.take_along_axis(marginals, np.maximum(tag_ids, 0)[:, None], axis=-1)[:, 0] * mask
     return tag_ids, tag_scores
-
-
-@functools.lru_cache(maxsize=8)
-def _checked_labels(labels):
-    """{type: its B-/I- tag ids} for the types of `TYPE_CHECKS` among `labels` ((tag id, label) pairs)."""
-    labels_of = {}
-    for tag_id, label in labels:
-        prefix, entity_type = split_label(label)
-        if prefix != "O" and entity_type in TYPE_CHECKS:
-            labels_of.setdefault(entity_type, []).append(tag_id)
-    return labels_of
 
 
 # An emission score no path takes while another is open (log-probabilities are > -100 in float32).
