@@ -123,6 +123,10 @@ def test_wnut17_rebuilds_text_maps_classes_and_labels_handles_and_urls():
     notes = audit.notes["wnut17"]
     assert notes["regex_labeled_USERNAME"] == 2 and notes["regex_labeled_URL"] == 2
     assert notes["not_pii_label:product"] == 1
+    # A type name with a hyphen is a tag like any other, not a malformed row.
+    assert records["Watching Toy Story with Tom Hanks"] == [("Tom Hanks", "PERSON")]
+    assert notes["not_pii_label:creative-work"] == 1
+    assert "wnut17" not in audit.malformed and "wnut17" not in audit.record_rejections
     audit = Audit()
     raws = assign_splits(list(iter_source("wnut17", os.path.join(FIXTURES, "wnut17"), audit)))
     dev = ("Go Knicks", "Didn't")

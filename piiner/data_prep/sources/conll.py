@@ -40,7 +40,7 @@ def parse_conll(lines, where="", problems=None):
             sentences.append(None)
             continue
         token, tag = columns[0], columns[-1].strip()
-        if len(columns) < 2 or not re.fullmatch(r"O|[BI]-\w+", tag):
+        if len(columns) < 2 or not re.fullmatch(r"O|[BI]-\w[\w-]*", tag):
             if problems is not None:
                 problems.append(f"{where}:{number}: no tag for token {token!r}; read as O")
             tag = "O"
