@@ -115,8 +115,12 @@ class DataArguments:
     stride: int = field(
         default=32, metadata={"help": "Tokens shared by consecutive windows of a text longer than max_length."}
     )
-    max_train_samples: int | None = field(default=None, metadata={"help": "Train on N records, a seeded random sample of the split."})
-    max_eval_samples: int | None = field(default=None, metadata={"help": "Validate on N records, a seeded random sample of the split."})
+    max_train_samples: int | None = field(
+        default=None, metadata={"help": "Train on N records, a seeded random sample of the split."}
+    )
+    max_eval_samples: int | None = field(
+        default=None, metadata={"help": "Validate on N records, a seeded random sample of the split."}
+    )
     oversample_factor: int = field(
         default=1,
         metadata={
