@@ -37,6 +37,22 @@ def test_table_skips_files_that_are_not_reports(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 948 | 0.700 (0.700 / 0.700) | - | - | - |"]
 
 
+def test_unscored_table_gives_each_systems_other_types_per_1000_words(tmp_path, capsys):
+    def unscored(spans, per_type=None):
+        return {"spans": spans, "words": 2000, "per_1k_words": spans / 2, "per_type": per_type or {}}
+
+    report = _report(0.7, 948, {"presidio": 0.4, "rampart": 0.3})
+    report["unscored"] = unscored(30, {"PASSWORD": 12, "DATE": 8, "RELIGION": 5, "AGE": 3, "PIN": 1, "URL": 1})
+    report["compare"]["presidio"]["unscored"] = unscored(50)
+    report["compare"]["rampart"]["unscored"] = unscored(4)
+    (tmp_path / "eval_btc.json").write_text(json.dumps(report))
+    (tmp_path / "eval_synthetic.json").write_text(json.dumps(_report(0.9, 100)))  # scored on every type: no row
+    main(["unscored-table", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| source | words | piiner | Presidio + spaCy | Rampart | regex | piiner's commonest other types |"
+    assert lines[2:] == ["| btc | 2,000 | 15.0 | 25.0 | 2.0 | - | PASSWORD 12, DATE 8, RELIGION 5, AGE 3, PIN 1 |"]
+
+
 def test_ablation_table_has_a_row_per_variant_run(tmp_path, capsys):
     (tmp_path / "eval_variant_0_btc.json").write_text(json.dumps(_report(0.61, 948)))
     (tmp_path / "eval_variant_0_gum.json").write_text(json.dumps(_report(0.55, 83)))

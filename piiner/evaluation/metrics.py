@@ -113,4 +113,21 @@ def span_metrics(gold, pred, types=None):
     return {"overall": scores(*total(list(counts.values()))), "per_type": per_type, "per_tier": per_tier}
 
 
-__all__ = ["span_metrics", "scores", "to_span", "to_spans"]
+def unscored_spans(texts, pred, types):
+    """What a system emits beyond the scored `types`: a corpus labelled for persons, places and organizations says
+    neither yes nor no to a date or a password predicted in it, so a score restricted to its types cannot see them.
+    Counted, so that the restriction hides nothing a user would get: spans per type (most first) and per 1,000
+    words (whitespace-separated) of the texts.
+    """
+    if len(texts) != len(pred):
+        raise ValueError(f"{len(texts)} texts but pred has {len(pred)}: they must be aligned one to one")
+    keep = set(types)
+    counts = Counter(span_type for i, spans in enumerate(pred)
+                     for _, _, span_type in to_spans(spans, f"pred text {i}") if span_type not in keep)
+    words = sum(len(text.split()) for text in texts)
+    total = sum(counts.values())
+    return {"spans": total, "words": words, "per_1k_words": 1000 * total / words if words else None,
+            "per_type": dict(sorted(counts.items(), key=lambda kv: (-kv[1], _type_order(kv[0]))))}
+
+
+__all__ = ["span_metrics", "scores", "to_span", "to_spans", "unscored_spans"]

@@ -9,6 +9,7 @@
     python -m piiner.evaluation.out_of_source table runs/oos [--in-source runs/reference]
     python -m piiner.evaluation.out_of_source table runs/ablation --prefix eval_variant_0_ --in-source runs/reference
     python -m piiner.evaluation.out_of_source ablation-table runs/ablation
+    python -m piiner.evaluation.out_of_source unscored-table runs/reference
 
 `leave-one-out` trains one model per held-out source on every other source (a corpus built without it, so no
 synthetic record carries its sentences either) and scores it on that source's test split; `ablation` trains each
@@ -128,21 +129,25 @@ def _f1(report, system=None):
     return scores["f1"]
 
 
-def table(args):
-    """Markdown: per source, out-of-source F1 (and in-source, when given), the baselines on the same rows."""
-    rows = []
-    prefix = args.prefix
-    for name in sorted(os.listdir(args.folder)):
+def _reports(folder, prefix="eval_"):
+    """(source, report) of each `<prefix><source>.json` evaluation report in `folder`, by source name."""
+    for name in sorted(os.listdir(folder)):
         if not (name.startswith(prefix) and name.endswith(".json")) or (
                 prefix == "eval_" and name.startswith("eval_variant_")):
             continue
         source = name[len(prefix):-len(".json")]
         if SEEDED.match(source):  # a run of another training seed (ablation --train-seeds), not this table's
             continue
-        with open(os.path.join(args.folder, name)) as f:
+        with open(os.path.join(folder, name)) as f:
             report = json.load(f)
-        if "overall" not in report:  # another tool's file (the Trainer's eval_results.json), not a report
-            continue
+        if "overall" in report:  # not another tool's file (the Trainer's eval_results.json)
+            yield source, report
+
+
+def table(args):
+    """Markdown: per source, out-of-source F1 (and in-source, when given), the baselines on the same rows."""
+    rows = []
+    for source, report in _reports(args.folder, args.prefix):
         in_source = []
         if args.in_source:
             path = os.path.join(args.in_source, f"eval_{source}.json")
@@ -161,6 +166,23 @@ def table(args):
                *BASELINES.values()]
     header = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     print("\n".join(header + rows))
+
+
+def unscored_table(args):
+    """Markdown: per source scored on some types only, the spans each system predicted of the other types per
+    1,000 words (what the score cannot see: a NER corpus says neither yes nor no to them), and piiner's commonest."""
+    columns = ["source", "words", "piiner", *(f"{BASELINES[s].removesuffix(' F1')}" for s in BASELINES),
+               "piiner's commonest other types"]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for source, report in _reports(args.folder, args.prefix):
+        if "unscored" not in report:
+            continue
+        compare, unscored = report.get("compare") or {}, report["unscored"]
+        rates = [unscored, *((compare[s].get("unscored") if s in compare else None) for s in BASELINES)]
+        commonest = ", ".join(f"{t} {n}" for t, n in list(unscored["per_type"].items())[:5])
+        lines.append(f"| {source} | {unscored['words']:,} | "
+                     + " | ".join(f"{u['per_1k_words']:.1f}" if u else "-" for u in rates) + f" | {commonest} |")
+    print("\n".join(lines))
 
 
 def ablation_table(args):
@@ -221,6 +243,10 @@ def parser():
     t = sub.add_parser("table", help="print the reports of a folder as a markdown table")
     t.add_argument("folder")
     t.add_argument("--in-source", help="a folder with eval_<source>.json reports of a model trained on everything")
+    u = sub.add_parser("unscored-table", help="print, per source, the spans of types its gold does not score "
+                       "(per 1,000 words, every system)")
+    u.add_argument("folder")
+    u.add_argument("--prefix", default="eval_", help="report files <prefix><source>.json")
     a = sub.add_parser("ablation-table", help="print an ablation folder's F1 per variant and source as markdown")
     a.add_argument("folder")
     t.add_argument("--label", default="piiner out of source F1", help="heading of the reports' F1 column")
@@ -232,7 +258,7 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table,
-                "ablation-table": ablation_table}
+                "unscored-table": unscored_table, "ablation-table": ablation_table}
     commands[args.command](args)
     return 0
 

@@ -1,7 +1,8 @@
 """Evaluation reports: one JSON shape, rendered as markdown tables for the terminal, the README and the card.
 
 A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``per_source`` (overall scores of each
-source when the data mixes several), ``throughput``, ``dropped`` (spans not scored, by reason) and ``meta``
+source when the data mixes several), ``unscored`` (with ``--types``: the spans predicted of other types, per type
+and per 1,000 words), ``throughput``, ``dropped`` (spans not scored, by reason) and ``meta``
 (command line, model or baseline, data, split, n_texts, seconds).
 """
 
@@ -45,13 +46,16 @@ def compare_table(report, name="this run"):
     """System by system on the same rows: overall scores, F1 difference to the first system, per-source F1."""
     systems = {name: report, **report["compare"]}
     sources = list(report.get("per_source") or {})
+    unscored = "unscored" in report
     header = ("system", "precision", "recall", "f1", "f2", "f1 vs " + name) + tuple(f"f1 {s}" for s in sources) + (
-        "ms per 1k chars",)
+        ("other types per 1k words",) if unscored else ()) + ("ms per 1k chars",)
     rows = []
     for system, r in systems.items():
         o, t = r["overall"], r.get("throughput") or {}
         rows.append([system, o["precision"], o["recall"], o["f1"], o["f2"], o["f1"] - report["overall"]["f1"]]
-                    + [r["per_source"][s]["f1"] for s in sources] + [t.get("ms_per_1k_chars")])
+                    + [r["per_source"][s]["f1"] for s in sources]
+                    + ([(r.get("unscored") or {}).get("per_1k_words")] if unscored else [])
+                    + [t.get("ms_per_1k_chars")])
     return _table(header, rows)
 
 
@@ -98,6 +102,11 @@ def format_markdown(report, title=None):
         parts += ["### Per source", source_table(report)]
     parts += ["### Per tier", tier_table(report)]
     parts += ["### Per type", type_table(report, TIER_OF)]
+    u = report.get("unscored")
+    if u and u["spans"]:
+        parts += [f"### Types outside the scored ones\n\n{u['spans']} predicted spans of other types, "
+                  f"{u['per_1k_words']:.1f} per 1,000 words: neither right nor wrong by this gold",
+                  _table(("type", "spans"), list(u["per_type"].items()))]
     t = report.get("throughput")
     if t:
         parts += ["### Throughput", _table(
