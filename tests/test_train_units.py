@@ -9,7 +9,7 @@ from conftest import tiny_bert_config
 
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.pii_schema import LABEL2ID
-from piiner.training.args import DataArguments, parse_args, parse_tier_weights
+from piiner.training.args import DataArguments, PiiTrainingArguments, parse_args, parse_tier_weights
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
 from piiner.training.collator import PiiNerCollator
 from piiner.training.features import align_labels, build_features, oversample
@@ -277,6 +277,14 @@ def test_records_of_a_names_only_corpus_mark_every_other_label_as_unannotated(ti
     assert not batch["unannotated_labels"][1].any()
     assert "unannotated_labels" not in collate(rows[1:])  # a batch of fully labelled rows: the usual loss
     assert "unannotated_labels" not in PiiNerCollator(pad_token_id=0)(rows)  # partial_annotation: false
+    # absent_types PASSWORD,PIN: an "O" of the names-only record now counts against those two types.
+    args = PiiTrainingArguments(output_dir="unused", absent_types=" PASSWORD, PIN", report_to="none")
+    absent = args.absent_label_ids(LABEL2ID)
+    assert sorted(absent) == sorted(LABEL2ID[f"{p}-{t}"] for p in "BI" for t in ("PASSWORD", "PIN"))
+    batch = PiiNerCollator(pad_token_id=0, num_labels=len(LABEL2ID), absent_label_ids=absent)(rows)
+    assert batch["unannotated_labels"][0].nonzero().flatten().tolist() == [i for i in ids if i not in absent]
+    with pytest.raises(ValueError, match=r"absent_types names \['PASWORD'\]"):
+        PiiTrainingArguments(output_dir="unused", absent_types="PASWORD", report_to="none")
 
 
 def test_partial_rows_are_scored_by_the_marginal_likelihood_full_rows_as_before():

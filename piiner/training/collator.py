@@ -23,15 +23,18 @@ class PiiNerCollator:
         pad_to_multiple_of (`int`, *optional*): round the sequence length up (8 suits tensor cores).
         num_labels (`int`, *optional*): the model's label count; without it `unannotated_labels` is left out, so
             unannotated types are read as "O" (the training argument `partial_annotation: false`).
+        absent_label_ids (*optional*): labels never counted as unannotated, so that an "O" is evidence against them
+            in every record (the training argument `absent_types`).
     """
 
-    def __init__(self, pad_token_id, min_chars=1, pad_to_multiple_of=None, num_labels=None):
+    def __init__(self, pad_token_id, min_chars=1, pad_to_multiple_of=None, num_labels=None, absent_label_ids=()):
         if pad_token_id is None:
             raise ValueError("the tokenizer has no pad token: set tokenizer.pad_token before training")
         self.pad_token_id = pad_token_id
         self.min_chars = min_chars
         self.pad_to_multiple_of = pad_to_multiple_of
         self.num_labels = num_labels
+        self.absent_label_ids = sorted(absent_label_ids)
 
     def __call__(self, features):
         if not features:
@@ -53,4 +56,5 @@ class PiiNerCollator:
             batch["unannotated_labels"] = torch.zeros(len(features), self.num_labels, dtype=torch.bool)
             for row, ids in enumerate(unannotated):
                 batch["unannotated_labels"][row, ids] = True
+            batch["unannotated_labels"][:, self.absent_label_ids] = False
         return batch
