@@ -64,6 +64,18 @@ def test_card_body_has_the_sections_a_user_needs(config):
         assert needle in body, needle
 
 
+def test_card_says_what_a_set_scored_on_some_types_cannot_see(config):
+    report = _report(GOLD, [[(0, 4, "PERSON")], []], model="runs/q", source="btc")
+    report["unscored"] = {"spans": 7, "words": 2000, "per_1k_words": 3.5, "per_type": {"PASSWORD": 5, "DATE": 2}}
+    report["compare"] = {"presidio": dict(span_metrics(GOLD, [[], []]), unscored={"spans": 20, "words": 2000,
+                                                                                   "per_1k_words": 10.0,
+                                                                                   "per_type": {"DATE": 20}})}
+    body = ModelCard(render_model_card(config, {"btc test": report}, data_sources=["synthetic"])).text
+    assert "| btc test | this model | 1.000 | 0.333 | 0.500 | 0.385 | 3 | 2 | 3.5 |" in body
+    assert "| btc test | baseline: presidio (same run) | 0.000 | 0.000 | 0.000 | 0.000 | 3 | 2 | 10.0 |" in body
+    assert "Spans of the types this set does not score: 7 (3.5 per 1,000 words)" in body and "PASSWORD 5, DATE 2" in body
+
+
 def test_unknown_data_source_needs_a_license(config):
     with pytest.raises(ValueError, match="license"):
         render_model_card(config, REPORTS, data_sources=["somewhere"], base_model="x/y")

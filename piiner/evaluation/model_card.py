@@ -162,16 +162,19 @@ def _labels_section(cfg):
 
 
 def _summary_table(reports):
-    lines = ["| evaluation set | system | precision | recall | F1 | F2 | gold spans | texts |",
-             "|---|---|---|---|---|---|---|---|"]
+    # A set labelled for some types only cannot score the others: what each system emitted of them, per 1,000 words.
+    lines = ["| evaluation set | system | precision | recall | F1 | F2 | gold spans | texts | other types per 1k words |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, r in reports.items():
         meta = r.get("meta", {})
         systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else _other_model(r) or "this model", r)]
         systems += [(f"baseline: {b} (same run)", c) for b, c in (r.get("compare") or {}).items()]
         for system, s in systems:
             o = s["overall"]
+            other = (s.get("unscored") or {}).get("per_1k_words")
             lines.append(f"| {name} | {system} | {o['precision']:.3f} | {o['recall']:.3f} | {o['f1']:.3f} | "
-                         f"{o['f2']:.3f} | {o['support']} | {meta.get('n_texts', '?')} |")
+                         f"{o['f2']:.3f} | {o['support']} | {meta.get('n_texts', '?')} | "
+                         f"{'-' if other is None else f'{other:.1f}'} |")
     return "\n".join(lines)
 
 
@@ -235,6 +238,11 @@ def _eval_section(reports, commands):
                   "Overall:", overall_table(report), "Per tier:", tier_table(report)]
         if not _is_baseline(report):
             parts += ["<details><summary>Per type</summary>\n", type_table(report, TIER_OF), "\n</details>"]
+        u = report.get("unscored")
+        if u and u["spans"]:
+            commonest = ", ".join(f"{t} {n}" for t, n in list(u["per_type"].items())[:8])
+            parts.append(f"Spans of the types this set does not score: {u['spans']} ({u['per_1k_words']:.1f} per 1,000 "
+                         f"words), neither right nor wrong by its gold: {commonest}.")
         t = report.get("throughput")
         if t and t.get("texts_per_s"):
             parts.append(f"Throughput: {t['texts_per_s']:.1f} texts/s, {t['ms_per_1k_chars']:.2f} ms per 1,000 "
