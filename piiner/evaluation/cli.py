@@ -101,7 +101,8 @@ def score(rows, gold, pred, types):
     """``span_metrics`` of all rows, plus the overall scores of each source when the rows mix several."""
     report = span_metrics(gold, pred, types=types)
     if types:
-        report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types)
+        report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types,
+                                            [r.get("labelled_types") for r in rows])
     sources = sorted({r.get("source") for r in rows} - {None})
     if len(sources) > 1:
         # One model run, a row per source: a mixed test split hides which corpus a model is weak on.

@@ -113,17 +113,20 @@ def span_metrics(gold, pred, types=None):
     return {"overall": scores(*total(list(counts.values()))), "per_type": per_type, "per_tier": per_tier}
 
 
-def unscored_spans(texts, pred, types):
-    """What a system emits beyond the scored `types`: a corpus labelled for persons, places and organizations says
-    neither yes nor no to a date or a password predicted in it, so a score restricted to its types cannot see them.
-    Counted, so that the restriction hides nothing a user would get: spans per type (most first) and per 1,000
-    words (whitespace-separated) of the texts.
+def unscored_spans(texts, pred, types, labelled_types=None):
+    """What a system emits that a score restricted to `types` cannot judge: a corpus labelled for persons, places
+    and organizations says neither yes nor no to a date or a password predicted in it. A span counts when its type
+    is not scored and not among its text's `labelled_types` (one list per text, None for a text whose annotation
+    covers every type; BTC's handles and links are labelled by pattern, so they do not count there). Spans per type
+    (most first) and per 1,000 words (whitespace-separated) of the texts.
     """
     if len(texts) != len(pred):
         raise ValueError(f"{len(texts)} texts but pred has {len(pred)}: they must be aligned one to one")
-    keep = set(types)
-    counts = Counter(span_type for i, spans in enumerate(pred)
-                     for _, _, span_type in to_spans(spans, f"pred text {i}") if span_type not in keep)
+    labelled_types = labelled_types or [None] * len(texts)
+    counts = Counter()
+    for i, (spans, labelled) in enumerate(zip(pred, labelled_types)):
+        judged = set(types) | set(labelled or ())
+        counts.update(span_type for _, _, span_type in to_spans(spans, f"pred text {i}") if span_type not in judged)
     words = sum(len(text.split()) for text in texts)
     total = sum(counts.values())
     return {"spans": total, "words": words, "per_1k_words": 1000 * total / words if words else None,

@@ -1,8 +1,8 @@
 """Evaluation reports: one JSON shape, rendered as markdown tables for the terminal, the README and the card.
 
 A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``per_source`` (overall scores of each
-source when the data mixes several), ``unscored`` (with ``--types``: the spans predicted of other types, per type
-and per 1,000 words), ``throughput``, ``dropped`` (spans not scored, by reason) and ``meta``
+source when the data mixes several), ``unscored`` (with ``--types``: the spans predicted of types neither scored nor
+labelled in the gold, per type and per 1,000 words), ``throughput``, ``dropped`` (spans not scored, by reason) and ``meta``
 (command line, model or baseline, data, split, n_texts, seconds).
 """
 
@@ -104,8 +104,8 @@ def format_markdown(report, title=None):
     parts += ["### Per type", type_table(report, TIER_OF)]
     u = report.get("unscored")
     if u and u["spans"]:
-        parts += [f"### Types outside the scored ones\n\n{u['spans']} predicted spans of other types, "
-                  f"{u['per_1k_words']:.1f} per 1,000 words: neither right nor wrong by this gold",
+        parts += [f"### Types the gold does not judge\n\n{u['spans']} predicted spans of types neither scored here "
+                  f"nor labelled in the gold, {u['per_1k_words']:.1f} per 1,000 words",
                   _table(("type", "spans"), list(u["per_type"].items()))]
     t = report.get("throughput")
     if t:
