@@ -73,7 +73,7 @@ def test_card_says_what_a_set_scored_on_some_types_cannot_see(config):
     body = ModelCard(render_model_card(config, {"btc test": report}, data_sources=["synthetic"])).text
     assert "| btc test | this model | 1.000 | 0.333 | 0.500 | 0.385 | 3 | 2 | 3.5 |" in body
     assert "| btc test | baseline: presidio (same run) | 0.000 | 0.000 | 0.000 | 0.000 | 3 | 2 | 10.0 |" in body
-    assert "Spans of the types this set does not score: 7 (3.5 per 1,000 words)" in body and "PASSWORD 5, DATE 2" in body
+    assert "Spans of types this set neither scores nor labels: 7 (3.5 per 1,000 words)" in body and "PASSWORD 5, DATE 2" in body
 
 
 def test_unknown_data_source_needs_a_license(config):

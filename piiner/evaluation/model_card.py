@@ -162,9 +162,9 @@ def _labels_section(cfg):
 
 
 def _summary_table(reports):
-    # A set labelled for some types only cannot score the others: what each system emitted of them, per 1,000 words.
-    lines = ["| evaluation set | system | precision | recall | F1 | F2 | gold spans | texts | other types per 1k words |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    # A set labelled for some types cannot judge the others: what each system emitted of them, per 1,000 words.
+    lines = ["| evaluation set | system | precision | recall | F1 | F2 | gold spans | texts "
+             "| other types per 1k words |", "|---|---|---|---|---|---|---|---|---|"]
     for name, r in reports.items():
         meta = r.get("meta", {})
         systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else _other_model(r) or "this model", r)]
@@ -241,8 +241,8 @@ def _eval_section(reports, commands):
         u = report.get("unscored")
         if u and u["spans"]:
             commonest = ", ".join(f"{t} {n}" for t, n in list(u["per_type"].items())[:8])
-            parts.append(f"Spans of the types this set does not score: {u['spans']} ({u['per_1k_words']:.1f} per 1,000 "
-                         f"words), neither right nor wrong by its gold: {commonest}.")
+            parts.append(f"Spans of types this set neither scores nor labels: {u['spans']} ({u['per_1k_words']:.1f} "
+                         f"per 1,000 words), neither right nor wrong by its gold: {commonest}.")
         t = report.get("throughput")
         if t and t.get("texts_per_s"):
             parts.append(f"Throughput: {t['texts_per_s']:.1f} texts/s, {t['ms_per_1k_chars']:.2f} ms per 1,000 "

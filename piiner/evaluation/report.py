@@ -2,8 +2,8 @@
 
 A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``per_source`` (overall scores of each
 source when the data mixes several), ``unscored`` (with ``--types``: the spans predicted of types neither scored nor
-labelled in the gold, per type and per 1,000 words), ``throughput``, ``dropped`` (spans not scored, by reason) and ``meta``
-(command line, model or baseline, data, split, n_texts, seconds).
+labelled in the gold, per type and per 1,000 words), ``throughput``, ``dropped`` (spans not scored, by reason) and
+``meta`` (command line, model or baseline, data, split, n_texts, seconds).
 """
 
 import json
