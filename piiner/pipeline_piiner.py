@@ -36,6 +36,9 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         min_score (`float` or `dict[int, float]`, *optional*): drop results scored below it; a dict gives a
             threshold per tier (tiers not named keep everything). The score of an entity is the lowest CRF
             marginal probability among its tokens.
+        ignore_labels (`list[str]`, *optional*): as in the stock pipeline, drop results of these types (or, with
+            `aggregation_strategy="none"`, of these BIO labels): `["PASSWORD", "LICENSE_PLATE"]` for text where
+            the model finds those types in what is not (hashtags in tweets).
         max_length (`int`, *optional*): tokens per window, special tokens included (default: the least of the
             tokenizer's limit, the encoder's positions and 512).
         stride (`int`, *optional*): tokens shared by neighbouring windows (default: a quarter of `max_length`).
@@ -62,8 +65,18 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         super().__init__(*args, **kwargs)
         self.model.eval()  # no dropout
 
-    def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None):
+    def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None,
+                             ignore_labels=None):
         preprocess_params, postprocess_params = {}, {}
+        if ignore_labels is not None:
+            if isinstance(ignore_labels, str) or not all(isinstance(label, str) for label in ignore_labels):
+                raise TypeError(f"ignore_labels must be a list of type or label names, got {ignore_labels!r}")
+            known = set(self.model.config.label2id) | {label.split("-", 1)[-1] for label in self.model.config.label2id}
+            unknown = sorted(set(ignore_labels) - known)
+            if unknown:
+                raise ValueError(f"ignore_labels names {unknown}, which are neither types nor labels of this model "
+                                 f"(its types: {sorted(known - set(self.model.config.label2id))})")
+            postprocess_params["ignore_labels"] = frozenset(ignore_labels)
         if max_length is not None:
             preprocess_params["max_length"] = max_length
         if stride is not None:
@@ -143,7 +156,7 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
             (row[seq_len - tokens :] if left else row[:tokens])[:, :width] = window
         return torch.from_numpy(out)
 
-    def postprocess(self, all_outputs, aggregation_strategy="simple", min_score=None):
+    def postprocess(self, all_outputs, aggregation_strategy="simple", min_score=None, ignore_labels=frozenset()):
         text = all_outputs[0]["text"]
         config = self.model.config
         type_to_tier = getattr(config, "type_to_tier", None) or {}
@@ -162,7 +175,7 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
             results = decode_tokens(text, offsets, tags, scores, config.id2label, type_to_tier)
         if min_score is not None:
             results = [r for r in results if r["score"] >= _threshold(min_score, r["tier"])]
-        return results
+        return [r for r in results if r["type"] not in ignore_labels and r.get("entity") not in ignore_labels]
 
 
 def _threshold(min_score, tier):

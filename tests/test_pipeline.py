@@ -123,6 +123,18 @@ def test_min_score_overall_and_per_tier(rule_pipeline):
     assert len(pipe(text, min_score={1: 0.95})) == 2
 
 
+def test_ignore_labels_drops_types_or_labels_as_the_stock_pipeline_does(rule_pipeline):
+    pipe, _ = rule_pipeline
+    text = "John Smith and John"
+    assert pipe(text, ignore_labels=["PERSON"]) == [] and len(pipe(text, ignore_labels=["EMAIL", "O"])) == 2
+    tokens = pipe(text, aggregation_strategy="none", ignore_labels=["I-PERSON"])
+    assert [t["entity"] for t in tokens] == ["B-PERSON", "B-PERSON"]
+    with pytest.raises(ValueError, match=r"ignore_labels names \['PERSN'\], which are neither types nor labels"):
+        pipe(text, ignore_labels=["PERSN"])
+    with pytest.raises(TypeError, match="ignore_labels must be a list"):
+        pipe(text, ignore_labels="PERSON")
+
+
 def test_labels_and_tiers_come_from_the_model_config():
     # A checkpoint with another label set must decode its own types (the reference used a global list).
     id2label = {0: "O", 1: "B-ZIP", 2: "I-ZIP", 3: "B-PERSON", 4: "I-PERSON"}
@@ -207,7 +219,7 @@ def test_empty_list_and_unknown_options(rule_pipeline):
     with pytest.raises(ValueError, match="aggregation_strategy"):
         pipe("John", aggregation_strategy="first")
     with pytest.raises(TypeError):
-        pipe("John", ignore_labels=["O"])
+        pipe("John", ignore_label=["O"])  # a misspelt option
 
 
 def test_a_model_in_training_mode_is_an_error_not_noise(model):
