@@ -160,17 +160,17 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         text = all_outputs[0]["text"]
         config = self.model.config
         type_to_tier = getattr(config, "type_to_tier", None) or {}
+        multiline_types = getattr(config, "multiline_types", None) or ()
         crf = self.model._transition_scores()
         windows = []
         for out in all_outputs:
             offsets, tags = out["offset_mapping"][0], out["decoded_tags"][0]
             windows.append((offsets, *checked_window(
                 text, offsets, tags, out["tag_scores"][0], out["emissions"][0], tags >= 0, crf, config.id2label,
-                type_to_tier, getattr(config, "multiline_types", None) or ())))
+                type_to_tier, multiline_types)))
         offsets, tags, scores = merge_windows(windows)
         if aggregation_strategy == "simple":
-            results = decode_entities(text, offsets, tags, scores, config.id2label, type_to_tier,
-                                      getattr(config, "multiline_types", None) or ())
+            results = decode_entities(text, offsets, tags, scores, config.id2label, type_to_tier, multiline_types)
         else:
             results = decode_tokens(text, offsets, tags, scores, config.id2label, type_to_tier)
         if min_score is not None:
