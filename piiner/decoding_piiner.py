@@ -221,3 +221,31 @@ FORBIDDEN_EMISSION = -1.0e4
 
 
 __all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "TYPE_CHECKS"]
+
+
+def result_filters(label2id, min_score=None, ignore_labels=None):
+    """The two filters a caller may put on results, checked against a model's labels: returns `(min_score,
+    ignore_labels)` for `filter_results`. `min_score` is a float or a dict tier -> float; `ignore_labels` a list of
+    types or BIO labels, an unknown name being an error that lists the model's types."""
+    if min_score is not None and (not isinstance(min_score, (int, float, dict)) or isinstance(min_score, bool)):
+        raise TypeError(f"min_score must be a float or a dict tier -> float, got {type(min_score).__name__}")
+    if ignore_labels is None:
+        return min_score, frozenset()
+    if isinstance(ignore_labels, str) or not all(isinstance(label, str) for label in ignore_labels):
+        raise TypeError(f"ignore_labels must be a list of type or label names, got {ignore_labels!r}")
+    types = {split_label(label)[1] for label in label2id} - {None}
+    unknown = sorted(set(ignore_labels) - set(label2id) - types)
+    if unknown:
+        raise ValueError(f"ignore_labels names {unknown}, which are neither types nor labels of this model "
+                         f"(its types: {sorted(types)})")
+    return min_score, frozenset(ignore_labels)
+
+
+def filter_results(results, min_score=None, ignore_labels=frozenset()):
+    """The results (entities or tokens) scored at least `min_score` (of their tier, for a dict; tiers it does not
+    name keep everything) and of no type or label in `ignore_labels`."""
+    if isinstance(min_score, dict):
+        results = [r for r in results if r["score"] >= min_score.get(r["tier"], 0.0)]
+    elif min_score is not None:
+        results = [r for r in results if r["score"] >= min_score]
+    return [r for r in results if r["type"] not in ignore_labels and r.get("entity") not in ignore_labels]

@@ -14,7 +14,8 @@ from transformers.pipelines.base import ChunkPipeline
 
 from .encoding_piiner import encode_texts
 
-from .decoding_piiner import checked_window, decode_entities, decode_tokens, merge_windows
+from .decoding_piiner import (
+    checked_window, decode_entities, decode_tokens, filter_results, merge_windows, result_filters)
 
 
 AGGREGATION_STRATEGIES = ("simple", "none")
@@ -68,15 +69,9 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
     def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None,
                              ignore_labels=None):
         preprocess_params, postprocess_params = {}, {}
-        if ignore_labels is not None:
-            if isinstance(ignore_labels, str) or not all(isinstance(label, str) for label in ignore_labels):
-                raise TypeError(f"ignore_labels must be a list of type or label names, got {ignore_labels!r}")
-            known = set(self.model.config.label2id) | {label.split("-", 1)[-1] for label in self.model.config.label2id}
-            unknown = sorted(set(ignore_labels) - known)
-            if unknown:
-                raise ValueError(f"ignore_labels names {unknown}, which are neither types nor labels of this model "
-                                 f"(its types: {sorted(known - set(self.model.config.label2id))})")
-            postprocess_params["ignore_labels"] = frozenset(ignore_labels)
+        if min_score is not None or ignore_labels is not None:
+            postprocess_params["min_score"], postprocess_params["ignore_labels"] = result_filters(
+                self.model.config.label2id, min_score, ignore_labels)
         if max_length is not None:
             preprocess_params["max_length"] = max_length
         if stride is not None:
@@ -89,10 +84,6 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
                     f"{AGGREGATION_STRATEGIES}"
                 )
             postprocess_params["aggregation_strategy"] = strategy
-        if min_score is not None:
-            if not isinstance(min_score, (int, float, dict)) or isinstance(min_score, bool):
-                raise TypeError(f"min_score must be a float or a dict tier -> float, got {type(min_score).__name__}")
-            postprocess_params["min_score"] = min_score
         return preprocess_params, {}, postprocess_params
 
     def __call__(self, inputs, **kwargs):
@@ -173,15 +164,7 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
             results = decode_entities(text, offsets, tags, scores, config.id2label, type_to_tier, multiline_types)
         else:
             results = decode_tokens(text, offsets, tags, scores, config.id2label, type_to_tier)
-        if min_score is not None:
-            results = [r for r in results if r["score"] >= _threshold(min_score, r["tier"])]
-        return [r for r in results if r["type"] not in ignore_labels and r.get("entity") not in ignore_labels]
-
-
-def _threshold(min_score, tier):
-    if isinstance(min_score, dict):
-        return min_score.get(tier, 0.0)
-    return min_score
+        return filter_results(results, min_score, ignore_labels)
 
 
 def _as_pipeline_input(inputs):

@@ -123,6 +123,21 @@ def test_onnx_entities_equal_pipeline(exported):
     assert entity_keys(OnnxPiiNer(onnx_dir)(TEXTS[0])) == entity_keys(expected[0])
 
 
+def test_onnx_filters_equal_the_pipeline_filters(exported):
+    _, _, model_dir, onnx_dir = exported
+    finder = pipeline("token-classification", model=str(model_dir), trust_remote_code=True)
+    onnx = OnnxPiiNer(onnx_dir)
+    found = [e for entities in finder(TEXTS) for e in entities]
+    dropped = sorted({e["type"] for e in found})[:1]
+    threshold = sorted(e["score"] for e in found)[len(found) // 2]
+    for filters in ({"ignore_labels": dropped}, {"min_score": threshold}, {"min_score": {2: threshold}}):
+        expected = finder(TEXTS, **filters)
+        assert sum(map(len, expected)) < len(found)  # each filter drops something here
+        assert [entity_keys(e) for e in onnx(TEXTS, batch_size=2, **filters)] == [entity_keys(e) for e in expected]
+    with pytest.raises(ValueError, match=r"ignore_labels names \['PERSN'\]"):
+        onnx(TEXTS, ignore_labels=["PERSN"])
+
+
 def test_int8_graph_finds_valid_spans(exported):
     model, tokenizer, _, onnx_dir = exported
     int8_path = quantize_int8(onnx_dir)

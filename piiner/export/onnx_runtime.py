@@ -33,7 +33,7 @@ from piiner.export.onnx_export import (
 )
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_numba import crf_decode_cpu
-from piiner.decoding_piiner import checked_window, decode_entities, merge_windows
+from piiner.decoding_piiner import checked_window, decode_entities, filter_results, merge_windows, result_filters
 from piiner.encoding_piiner import encode_texts, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
@@ -144,7 +144,8 @@ class OnnxPiiNer:
         scores = np.take_along_axis(marginals, np.maximum(tags, 0)[..., None], axis=-1)[..., 0] * mask
         return {**out, "decoded_tags": tags, "tag_scores": scores.astype(np.float32), "crf_mask": mask, "crf": crf}
 
-    def __call__(self, texts, batch_size: int = 32, max_length: int | None = None, stride: int | None = None):
+    def __call__(self, texts, batch_size: int = 32, max_length: int | None = None, stride: int | None = None,
+                 min_score=None, ignore_labels=None):
         """
         Find PII in one text (returns a list of entity dicts) or in a list of texts (returns a list of lists),
         the pipeline's `aggregation_strategy="simple"` output.
@@ -152,7 +153,9 @@ class OnnxPiiNer:
         Args:
             batch_size: texts encoded together, and windows per call of a float graph.
             max_length, stride: the windowing of `encoding_piiner.encode_texts` (defaults as the pipeline's).
+            min_score, ignore_labels: the pipeline's filters (a float or a dict tier -> float; a list of types).
         """
+        min_score, ignore_labels = result_filters(self.config.label2id, min_score, ignore_labels)
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
         if batch_size < 1:
@@ -160,7 +163,8 @@ class OnnxPiiNer:
         results = []
         with torch_single_threaded():
             for first in range(0, len(texts), batch_size):
-                results.extend(self._find(texts[first : first + batch_size], batch_size, max_length, stride))
+                found = self._find(texts[first : first + batch_size], batch_size, max_length, stride)
+                results.extend(filter_results(entities, min_score, ignore_labels) for entities in found)
         return results[0] if single else results
 
     def _find(self, texts, batch_size, max_length, stride):
