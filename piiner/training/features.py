@@ -16,7 +16,7 @@ from datasets.fingerprint import Hasher
 
 from piiner import encoding_piiner
 from piiner.data_prep.records import span_problem
-from piiner.pii_schema import TIER_OF
+from piiner.pii_schema import TIER_OF, label_ids_of_types, split_label
 from piiner.encoding_piiner import encode_texts
 
 IGNORE_INDEX = -100
@@ -67,8 +67,8 @@ def unannotated_label_ids(labelled_types, label2id):
     `unannotated_labels`)."""
     if labelled_types is None:
         return []
-    covered = set(labelled_types)
-    return sorted(i for label, i in label2id.items() if label != "O" and label.split("-", 1)[1] not in covered)
+    every_type = {split_label(label)[1] for label in label2id} - {None}
+    return label_ids_of_types(label2id, every_type - set(labelled_types))
 
 
 def unreachable_spans(offsets_per_window, spans):
