@@ -22,7 +22,11 @@ def test_btc_joins_mentions_into_handles_and_labels_links():
     # "@" tagged O is the word "at", not a handle.
     assert records["Meeting @ Acme Corp with Sam Lee @bob_99"] == [
         ("Acme Corp", "ORGANIZATION"), ("Sam Lee", "PERSON"), ("bob_99", "USERNAME")]
-    assert audit.notes["btc"]["handle_as_username"] == 1
+    # Section b's tokenizer cut every handle after its "@" (no whole "@name" in the file), tagged or not, and its
+    # annotators tagged some names without their "@": every "@" + name there is a handle, as written.
+    assert records["RT @Pixie_T: thanks @ffhelper and @guardian in Leeds"] == [
+        ("Pixie_T", "USERNAME"), ("ffhelper", "USERNAME"), ("guardian", "USERNAME"), ("Leeds", "LOCATION")]
+    assert audit.notes["btc"]["handle_as_username"] == 3 and audit.notes["btc"]["handle_joined"] == 1
 
 
 def test_wikigold_io_tags_detokenized_text_and_documents():

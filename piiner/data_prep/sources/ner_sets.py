@@ -11,13 +11,16 @@ public files fetched into the cache) into {split: documents}; ``records`` makes 
   texts is unlabelled, not a negative (see ``training.features`` for what the loss does with it).
 - SEC filings tag a contract's party roles ("Borrower", "Lender") as persons: those spans are left out.
 - BTC writes an @-mention as two tokens, "@" and the name, both tagged B-PER/ORG: they are joined back into
-  "@name" and the name is a USERNAME (counted, ``handle_as_username``), as the other corpora label handles.
+  "@name" and the name is a USERNAME (counted, ``handle_as_username``), as the other corpora label handles. Sections
+  whose tokenizer cut every handle (no token "@name" in the file) also split untagged handles and tagged some names
+  without their "@": there every "@" + name is joined (``handle_joined`` when untagged).
 """
 
 import os
 import re
 
-from .conll import NER_LABELLED_TYPES, NER_TYPES, chunks, documents, join_tokens, parse_conll, pattern_spans, tag_spans
+from .conll import (
+    HANDLE, NER_LABELLED_TYPES, NER_TYPES, chunks, documents, join_tokens, parse_conll, pattern_spans, tag_spans)
 
 _GITHUB = "https://github.com/{repo}/raw/HEAD/{path}"
 BTC_SECTIONS = ("a", "b", "e", "f", "g", "h")
@@ -97,24 +100,30 @@ def _contract_sentence(tokens, source, audit):
 
 
 def read_btc(path, problems=None):
-    """Each tweet a document; "@" + name tagged as an entity joined back into a handle."""
+    """Each tweet a document, with whether its section's tokenizer cut every handle after its "@" (no token of the
+    file is a whole "@name"): then every "@" + name is a handle; elsewhere only one tagged as an entity is."""
     docs = {"train": []}
     for file in _files(path, r"[a-z]\.conll"):
         section = os.path.basename(file).split(".")[0]
         with open(file, encoding="utf-8") as f:
             tweets = [s for s in parse_conll(f, file, problems) if s]
-        docs["train"] += [("btc", f"{section}/{i}", [tweet]) for i, tweet in enumerate(tweets)]
+        cuts_handles = not any(HANDLE.fullmatch(token) for tweet in tweets for token, _ in tweet)
+        docs["train"] += [("btc", f"{section}/{i}", [(cuts_handles, tweet)]) for i, tweet in enumerate(tweets)]
     return docs
 
 
-def _btc_tweet(tokens, source, audit):
-    words, tags, joined_handles = [], [], []
+_HANDLE_NAME = re.compile(r"[A-Za-z0-9_]{1,30}")
+
+
+def _btc_tweet(tokens, source, audit, cuts_handles=False):
+    words, tags = [], []
     for token, tag in tokens:
-        if words and words[-1] == "@" and tags[-1] != "O" and tag != "O":  # "@" + name: one handle
-            words[-1], tags[-1] = "@" + token, "O"
-            joined_handles.append(len(words) - 1)
-            audit.note(source, "handle_as_username")
-            continue
+        if words and words[-1] == "@":
+            tagged = tags[-1] != "O" and tag != "O"
+            if tagged or (cuts_handles and _HANDLE_NAME.fullmatch(token)):  # "@" + name: one handle
+                audit.note(source, "handle_as_username" if tag != "O" else "handle_joined")
+                words[-1], tags[-1] = "@" + token, "O"
+                continue
         words.append(token)
         tags.append(tag)
     text, starts = join_tokens(words)
@@ -380,7 +389,7 @@ def make_records(source_name, sentence_of, max_chars=600):
     return records
 
 
-btc_records = make_records("btc", lambda raw, source, audit: _btc_tweet(raw, source, audit))
+btc_records = make_records("btc", lambda raw, source, audit: _btc_tweet(raw[1], source, audit, raw[0]))
 wikigold_records = make_records("wikigold", _token_sentence)
 sec_records = make_records("sec_filings", _contract_sentence)
 uner_records = make_records("uner_ewt", lambda raw, source, audit: _text_sentence(raw[0], raw[1], source, audit, source))
