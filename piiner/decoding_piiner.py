@@ -220,8 +220,6 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
 FORBIDDEN_EMISSION = -1.0e4
 
 
-__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "TYPE_CHECKS"]
-
 
 def result_filters(label2id, min_score=None, ignore_labels=None):
     """The two filters a caller may put on results, checked against a model's labels: returns `(min_score,
@@ -249,3 +247,7 @@ def filter_results(results, min_score=None, ignore_labels=frozenset()):
     elif min_score is not None:
         results = [r for r in results if r["score"] >= min_score]
     return [r for r in results if r["type"] not in ignore_labels and r.get("entity") not in ignore_labels]
+
+
+__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "TYPE_CHECKS", "result_filters",
+           "filter_results"]
