@@ -220,7 +220,6 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
 FORBIDDEN_EMISSION = -1.0e4
 
 
-
 def result_filters(label2id, min_score=None, ignore_labels=None):
     """The two filters a caller may put on results, checked against a model's labels: returns `(min_score,
     ignore_labels)` for `filter_results`. `min_score` is a float or a dict tier -> float; `ignore_labels` a list of
