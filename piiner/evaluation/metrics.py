@@ -123,9 +123,9 @@ def unscored_spans(texts, pred, types, labelled_types=None):
     if len(texts) != len(pred):
         raise ValueError(f"{len(texts)} texts but pred has {len(pred)}: they must be aligned one to one")
     labelled_types = labelled_types or [None] * len(texts)
-    counts = Counter()
+    scored, counts = set(types), Counter()
     for i, (spans, labelled) in enumerate(zip(pred, labelled_types)):
-        judged = set(types) | set(labelled or ())
+        judged = scored | set(labelled or ())
         counts.update(span_type for _, _, span_type in to_spans(spans, f"pred text {i}") if span_type not in judged)
     words = sum(len(text.split()) for text in texts)
     total = sum(counts.values())

@@ -14,7 +14,8 @@ NER_TYPES = {"PER": "PERSON", "PERSON": "PERSON", "LOC": "LOCATION", "LOCATION":
 # What these corpora's people annotated: everything else in them is unlabelled, not a negative.
 NER_LABELLED_TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
 
-HANDLE = re.compile(r"@([A-Za-z0-9_]{1,30}):?")  # "RT @name:" keeps its colon outside the span
+HANDLE_NAME = re.compile(r"[A-Za-z0-9_]{1,30}")  # what follows the "@" of a handle
+HANDLE = re.compile(rf"@({HANDLE_NAME.pattern}):?")  # "RT @name:" keeps its colon outside the span
 URL = re.compile(r"(?:https?://|www\.)[^\s<>\"]+", re.IGNORECASE)
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 DOCSTART = "-DOCSTART-"

@@ -20,7 +20,8 @@ import os
 import re
 
 from .conll import (
-    HANDLE, NER_LABELLED_TYPES, NER_TYPES, chunks, documents, join_tokens, parse_conll, pattern_spans, tag_spans)
+    HANDLE, HANDLE_NAME, NER_LABELLED_TYPES, NER_TYPES, chunks, documents, join_tokens, parse_conll, pattern_spans,
+    tag_spans)
 
 _GITHUB = "https://github.com/{repo}/raw/HEAD/{path}"
 BTC_SECTIONS = ("a", "b", "e", "f", "g", "h")
@@ -112,15 +113,12 @@ def read_btc(path, problems=None):
     return docs
 
 
-_HANDLE_NAME = re.compile(r"[A-Za-z0-9_]{1,30}")
-
-
 def _btc_tweet(tokens, source, audit, cuts_handles=False):
     words, tags = [], []
     for token, tag in tokens:
         if words and words[-1] == "@":
             tagged = tags[-1] != "O" and tag != "O"
-            if tagged or (cuts_handles and _HANDLE_NAME.fullmatch(token)):  # "@" + name: one handle
+            if tagged or (cuts_handles and HANDLE_NAME.fullmatch(token)):  # "@" + name: one handle
                 audit.note(source, "handle_as_username" if tag != "O" else "handle_joined")
                 words[-1], tags[-1] = "@" + token, "O"
                 continue
