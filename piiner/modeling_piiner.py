@@ -427,6 +427,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         labels: torch.LongTensor | None = None,
         label_weights: torch.Tensor | None = None,
         unannotated_labels: torch.Tensor | None = None,
+        not_pii_mask: torch.Tensor | None = None,
         special_tokens_mask: torch.Tensor | None = None,
         decode: bool = False,
         output_hidden_states: bool | None = None,
@@ -450,6 +451,9 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
                 B-/I- label of the other types). A position labelled "O" in such a sequence may carry any of them,
                 and the loss sums over every path through those labels (`crf_partial_nll`) instead of calling them
                 negatives. Rows with no True entry are scored as fully labelled.
+            not_pii_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                Positions inside a stretch the annotators labelled as an entity of no PII type (a product, the title
+                of a show): there "O" is a negative for every type, `unannotated_labels` notwithstanding.
             special_tokens_mask (`torch.Tensor`, *optional*): marks special tokens when `char_ids` is not given.
             decode (`bool`, defaults to `False`): also run the CRF's Viterbi decode and marginals and return
                 `decoded_tags` and `tag_scores` (the pipeline and evaluation ask for them; training does not).
@@ -479,7 +483,8 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             mask = crf_positions(attention_mask, char_ids, special_tokens_mask)
             loss = None
             if labels is not None:
-                loss = self._loss(emissions, labels, mask, label_weights, unannotated_labels, start, transitions, end)
+                loss = self._loss(emissions, labels, mask, label_weights, unannotated_labels, not_pii_mask,
+                                  start, transitions, end)
             decoded_tags = tag_scores = None
             if decode:
                 decoded_tags, marginals = self._decode(emissions, mask, start, transitions, end)
@@ -494,9 +499,11 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         )
         return output if _wants_dict(return_dict, self.config) else output.to_tuple()
 
-    def _loss(self, emissions, labels, crf_mask, label_weights, unannotated_labels, start, transitions, end):
+    def _loss(self, emissions, labels, crf_mask, label_weights, unannotated_labels, not_pii_mask, start, transitions,
+              end):
         """Weighted CRF NLL averaged over the rows with at least one labelled CRF position; a row with
-        `unannotated_labels` gets the partial-annotation NLL (`crf_partial_nll`) weighted by its mean token weight."""
+        `unannotated_labels` gets the partial-annotation NLL (`crf_partial_nll`) weighted by its mean token weight,
+        its "O" positions open to those labels except where `not_pii_mask` is set."""
         if labels.shape != emissions.shape[:2]:
             raise ValueError(f"labels must have shape {tuple(emissions.shape[:2])}, got {tuple(labels.shape)}")
         labelled = labels != -100
@@ -528,6 +535,10 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
                 raise ValueError(f"unannotated_labels must have shape (batch, num_labels) = "
                                  f"{(labels.shape[0], self.num_labels)}, got {tuple(unannotated_labels.shape)}")
             partial = unannotated_labels.bool().any(-1)
+        if not_pii_mask is None:
+            not_pii_mask = torch.zeros_like(mask)
+        if not_pii_mask.shape != labels.shape:
+            raise ValueError(f"not_pii_mask must have shape {tuple(labels.shape)}, got {tuple(not_pii_mask.shape)}")
         nll = emissions.new_zeros(labels.shape[0])
         full = ~partial
         if bool(full.any()):
@@ -539,7 +550,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
                 nll[full] = (log_z - crf_path_score(e, t, m, start, transitions, end)) * w
         if bool(partial.any()):
             e, t, m, w = emissions[partial], tags[partial], mask[partial], label_weights[partial]
-            outside = t == self.config.label2id.get("O", 0)
+            outside = (t == self.config.label2id.get("O", 0)) & ~not_pii_mask[partial].bool()
             allowed = nn.functional.one_hot(t, self.num_labels).bool() | (
                 outside.unsqueeze(-1) & unannotated_labels[partial].bool().unsqueeze(1)
             )

@@ -27,7 +27,7 @@ def built(tmp_path_factory):
 def test_writes_dataset_dict_audit_and_per_source_test_files(built):
     ds = datasets.load_from_disk(str(built))
     assert set(ds) == {"train", "validation", "test"}
-    assert set(ds["train"].column_names) == {"id", "source", "text", "spans", "group", "labelled_types"}
+    assert set(ds["train"].column_names) == {"id", "source", "text", "spans", "group", "labelled_types", "not_pii_spans"}
     assert ds["train"].features["spans"].feature["start"].dtype == "int32"
     for name in ("audit.md", "audit.png", "audit.json"):
         assert os.path.getsize(built / name) > 0

@@ -142,6 +142,24 @@ def test_check_record_catches_broken_invariants():
                   [{"start": 3, "end": 5, "label": "PERSON"}, {"start": 4, "end": 5, "label": "PERSON"}]):
         with pytest.raises(ValueError):
             check_record({**good, "spans": spans})
+    check_record({**good, "not_pii_spans": [{"start": 0, "end": 2}]})
+    for not_pii in ([{"start": 2, "end": 4}], [{"start": 0, "end": 9}]):
+        with pytest.raises(ValueError, match="overlapping_spans|span_out_of_range"):
+            check_record({**good, "not_pii_spans": not_pii})
+
+
+def test_spans_labelled_as_no_pii_type_become_not_pii_spans_unless_they_cover_pii():
+    audit = Audit()
+    text = "Ann watched Toy Story on 12 Main St"
+    record = clean_record(raw(text, [{"start": 0, "end": 3, "label": "PERSON"}, {"start": 12, "end": 21, "label": "O"},
+                                     {"start": 25, "end": 35, "label": "STREET_ADDRESS"},
+                                     {"start": 25, "end": 27, "label": "O"}, {"start": 30, "end": 99, "label": "O"}]),
+                          audit)
+    assert labeled(record) == [("Ann", "PERSON"), ("12 Main St", "STREET_ADDRESS")]
+    assert [text[s["start"]:s["end"]] for s in record["not_pii_spans"]] == ["Toy Story"]
+    assert audit.span_rejections["src"] == {"not_pii_span_over_pii": 1, "out_of_range": 1}
+    assert "src" not in audit.record_rejections  # a lost negative loses no PII: the record stays
+    check_record(record)
 
 
 def test_dedup_keeps_the_held_out_copy_and_counts():

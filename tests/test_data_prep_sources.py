@@ -127,6 +127,14 @@ def test_wnut17_rebuilds_text_maps_classes_and_labels_handles_and_urls():
     assert records["Watching Toy Story with Tom Hanks"] == [("Tom Hanks", "PERSON")]
     assert notes["not_pii_label:creative-work"] == 1
     assert "wnut17" not in audit.malformed and "wnut17" not in audit.record_rejections
+    # Products and creative works are labelled, and labelled as no PII type: kept as negatives for every type.
+    audit = Audit()
+    raws = assign_splits(list(iter_source("wnut17", os.path.join(FIXTURES, "wnut17"), audit)))
+    cleaned = [clean_record(raw, audit) for raw in raws]
+    not_pii = {r["text"]: [r["text"][s["start"]:s["end"]] for s in r["not_pii_spans"]] for r in cleaned}
+    assert not_pii["Lindsay Lohan loves iPhone http://bit.ly/aKe1HL"] == ["iPhone"]
+    assert not_pii["Watching Toy Story with Tom Hanks"] == ["Toy Story"]
+    assert not_pii["Go Knicks! www.nba.com"] == []
     audit = Audit()
     raws = assign_splits(list(iter_source("wnut17", os.path.join(FIXTURES, "wnut17"), audit)))
     dev = ("Go Knicks", "Didn't")

@@ -147,12 +147,14 @@ def test_pii_set_into_real_sentences_keeps_every_span_and_declares_what_was_labe
     carrier = {"text": "Ann met Bob in Leeds.  Then they left.\nParis is nice", "group": "btc/x",
                "spans": [{"start": 0, "end": 3, "label": "PERSON"}, {"start": 15, "end": 20, "label": "LOCATION"},
                          {"start": 39, "end": 44, "label": "LOCATION"}],
-               "labelled_types": ["PERSON", "LOCATION", "ORGANIZATION"]}
+               "labelled_types": ["PERSON", "LOCATION", "ORGANIZATION"],
+               "not_pii_spans": [{"start": 23, "end": 32}]}  # labelled as no PII type: moves as a span "O"
     places = set()
     for i in range(200):
         record = generator.make_record("EMAIL", i)
         out = set_into(record, carrier, random.Random(i))
-        assert [out["text"][s["start"]:s["end"]] for s in out["spans"] if "value" not in s] == ["Ann", "Leeds", "Paris"]
+        carried = [(out["text"][s["start"]:s["end"]], s["label"]) for s in out["spans"] if "value" not in s]
+        assert carried == [("Ann", "PERSON"), ("Leeds", "LOCATION"), ("Then they", "O"), ("Paris", "LOCATION")]
         assert all(out["text"][s["start"]:s["end"]] == s["value"] for s in out["spans"] if "value" in s)
         assert set(out["labelled_types"]) == set(carrier["labelled_types"]) | {s["label"] for s in record["spans"]}
         assert out["group"].endswith("+btc/x")

@@ -316,6 +316,36 @@ def test_partial_rows_are_scored_by_the_marginal_likelihood_full_rows_as_before(
         partial = crf_partial_nll(emissions[1:], allowed, mask[1:], start, transitions, end) * weights[1, 1:].mean()
     assert out.decoded_tags is not None
     assert loss.item() == pytest.approx(((full + partial.sum()) / 2).item(), rel=1e-5)
+    # Positions 3-4 of row 1 lie in a span its annotators labelled as no PII type (a product, a title): "O" there
+    # is a negative for the unannotated types too.
+    not_pii = torch.zeros(2, 6, dtype=torch.long)
+    not_pii[1, 3:5] = 1
+    with torch.no_grad():
+        loss = model(input_ids, char_ids=char_ids, labels=labels, label_weights=weights,
+                     unannotated_labels=unannotated, not_pii_mask=not_pii).loss
+        allowed[0, 3:5, LABEL2ID["B-EMAIL"]] = allowed[0, 3:5, LABEL2ID["I-EMAIL"]] = False
+        partial = crf_partial_nll(emissions[1:], allowed, mask[1:], start, transitions, end) * weights[1, 1:].mean()
+    assert loss.item() == pytest.approx(((full + partial.sum()) / 2).item(), rel=1e-5)
+    with pytest.raises(ValueError, match=r"not_pii_mask must have shape \(2, 6\)"):
+        model(input_ids, char_ids=char_ids, labels=labels, unannotated_labels=unannotated, not_pii_mask=not_pii[:, :4])
+
+
+def test_tokens_of_a_not_pii_span_are_marked_through_features_and_batches(tiny_tokenizer):
+    records = datasets.Dataset.from_list([
+        {"id": "wnut", "text": "ann plays star wars today", "spans": [{"start": 0, "end": 3, "label": "PERSON"}],
+         "labelled_types": ["PERSON", "LOCATION", "ORGANIZATION"], "not_pii_spans": [{"start": 10, "end": 19}]},
+        {"id": "synthetic", "text": "ann", "spans": [], "labelled_types": None, "not_pii_spans": []},
+    ])
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    features = build_features(records, tiny_tokenizer, config, max_length=64, stride=2)
+    text, offsets, marks = records[0]["text"], features[0]["offset_mapping"], features[0]["not_pii_mask"]
+    assert "".join(text[a:b] for (a, b), m in zip(offsets, marks) if m) == "starwars"
+    assert all(10 <= a and b <= 19 for (a, b), m in zip(offsets, marks) if m)
+    assert not any(features[1]["not_pii_mask"])
+    rows = [{k: features[i][k] for k in ("input_ids", "attention_mask", "labels", "unannotated_labels", "not_pii_mask")}
+            for i in range(2)]
+    batch = PiiNerCollator(pad_token_id=0, num_labels=len(LABEL2ID))(rows)
+    assert batch["not_pii_mask"].tolist() == [marks, [0] * len(marks)]
 
 
 def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(tiny_tokenizer):

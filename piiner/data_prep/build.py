@@ -19,7 +19,7 @@ GENERATED = ("synthetic", "formats", "dense")
 FORMATS_PER_TYPE = 40
 DENSE_RECORDS = 300
 DEFAULT_SYNTHETIC_PER_TYPE = 200
-COLUMNS = ("id", "source", "text", "spans", "group", "labelled_types")
+COLUMNS = ("id", "source", "text", "spans", "group", "labelled_types", "not_pii_spans")
 
 
 def features():
@@ -33,6 +33,7 @@ def features():
                                 "label": datasets.Value("string")}),
         "group": datasets.Value("string"),
         "labelled_types": datasets.List(datasets.Value("string")),
+        "not_pii_spans": datasets.List({"start": datasets.Value("int32"), "end": datasets.Value("int32")}),
     })
 
 

@@ -1,9 +1,12 @@
 """The unified record and the rules every span passes before it reaches a split.
 
-A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "group", "labelled_types"}``:
-character offsets into ``text``, end-exclusive, canonical type names from ``piiner.pii_schema``, spans sorted and
-non-overlapping. ``labelled_types`` lists the types the record's annotators labelled (a NER corpus: persons,
-places, organizations); any other type may be present unlabelled. None means every type was labelled.
+A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "group", "labelled_types",
+"not_pii_spans": [{"start", "end"}]}``: character offsets into ``text``, end-exclusive, canonical type names from
+``piiner.pii_schema``, spans sorted and non-overlapping. ``labelled_types`` lists the types the record's annotators
+labelled (a NER corpus: persons, places, organizations); any other type may be present unlabelled. None means every
+type was labelled. ``not_pii_spans`` are stretches the annotators labelled as entities of no PII type (WNUT-17's
+products and creative works): what they cover is known to be no type at all, even where ``labelled_types`` leaves
+the rest of the record open. An adapter gives them as spans labelled ``NOT_PII`` ("O").
 ``group`` names the template or source document a record came from; splits are drawn by group so no template
 or document is on both sides of a split.
 
@@ -40,6 +43,8 @@ import re
 from piiner.pii_schema import PII_TYPES, TIER_OF
 
 _PII_TYPE_SET = frozenset(PII_TYPES)
+# The label an adapter gives a span its source labelled as an entity of no PII type (a title, a product).
+NOT_PII = "O"
 _ADDRESS_GAP = re.compile(r"[ \t\n,]{0,4}")
 _NAME_GAP = re.compile(r" *")
 
@@ -233,9 +238,15 @@ def clean_record(record, audit):
     if not isinstance(text, str) or not text.strip():
         audit.reject_record(source, "missing_or_empty_text")
         return None
-    spans = []
+    spans, not_pii = [], []
     for raw in record.get("spans") or ():
         label = raw.get("label")
+        if label == NOT_PII:
+            # Unplaceable, it is left out: the text then holds nothing the record would teach wrongly.
+            placed = place_span(text, raw.get("start"), raw.get("end"), raw.get("value"), audit, source)
+            if placed is not None and placed not in LOST_VALUE:
+                not_pii.append({"start": placed[0], "end": placed[1]})
+            continue
         if label not in _PII_TYPE_SET:
             raise ValueError(f"adapter for {source!r} produced non-canonical label {label!r}")
         placed = place_span(text, raw.get("start"), raw.get("end"), raw.get("value"), audit, source)
@@ -257,6 +268,9 @@ def clean_record(record, audit):
         if placed is not None:
             spans.append({"start": placed[0], "end": placed[1], "label": label})
     spans = merge_parts(text, join_titles(text, resolve_overlaps(spans, audit, source), audit, source))
+    kept = [s for s in not_pii if not any(s["start"] < p["end"] and p["start"] < s["end"] for p in spans)]
+    for _ in range(len(not_pii) - len(kept)):
+        audit.reject(source, "not_pii_span_over_pii")
     out = {
         "id": str(record["id"]),
         "source": source,
@@ -265,6 +279,7 @@ def clean_record(record, audit):
         "group": str(record.get("group") or record["id"]),
         "split": record["split"],
         "labelled_types": _labelled_types(record.get("labelled_types")),
+        "not_pii_spans": sorted(kept, key=lambda s: s["start"]),
     }
     return out
 
@@ -306,10 +321,12 @@ def _labelled_types(types):
 
 def check_record(record):
     """Raise ValueError when a unified record breaks an invariant (used by tests and the builder's final pass):
-    `span_problem`, plus spans sorted and without surrounding whitespace."""
-    problem = span_problem(record["text"], record["spans"])
+    `span_problem` (over the spans and the not-PII spans together: neither overlaps the other), plus spans sorted and
+    without surrounding whitespace."""
+    not_pii = [{**span, "label": NOT_PII} for span in record.get("not_pii_spans") or ()]
+    problem = span_problem(record["text"], record["spans"] + not_pii, _PII_TYPE_SET | {NOT_PII})
     if problem:
-        raise ValueError(f"{record['id']}: {problem} in {record['spans']}")
+        raise ValueError(f"{record['id']}: {problem} in {record['spans'] + not_pii}")
     text = record["text"]
     previous_end = 0
     for span in record["spans"]:

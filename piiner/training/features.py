@@ -20,7 +20,6 @@ from piiner.pii_schema import TIER_OF, label_ids_of_types, split_label
 from piiner.encoding_piiner import encode_texts
 
 IGNORE_INDEX = -100
-MODEL_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "char_ids", "labels", "unannotated_labels")
 
 
 def align_labels(offsets, spans, label2id):
@@ -69,6 +68,13 @@ def unannotated_label_ids(labelled_types, label2id):
         return []
     every_type = {split_label(label)[1] for label in label2id} - {None}
     return label_ids_of_types(label2id, every_type - set(labelled_types))
+
+
+def not_pii_mask(offsets, not_pii_spans):
+    """1 on each real token of a window that overlaps one of a record's `not_pii_spans` (character ranges), else 0:
+    the model's `not_pii_mask`."""
+    return [int(end > start and any(s["start"] < end and start < s["end"] for s in not_pii_spans))
+            for start, end in offsets]
 
 
 def unreachable_spans(offsets_per_window, spans):
@@ -127,9 +133,11 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
     features["example_index"] = [indices[s] for s in samples]
     features["labels"] = []
     features["unannotated_labels"] = []
+    features["not_pii_mask"] = []
     features["unreachable_spans"] = []
     first_window = {}
     labelled_types = batch.get("labelled_types") or [None] * len(batch["text"])
+    not_pii = batch.get("not_pii_spans") or [None] * len(batch["text"])
     for w, (sample, offsets) in enumerate(zip(samples, encoding["offset_mapping"])):
         spans = batch["spans"][sample] or []
         try:
@@ -137,6 +145,7 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
         except ValueError as err:
             raise ValueError(f"record {batch['id'][sample]!r}: {err}") from None
         features["unannotated_labels"].append(unannotated_label_ids(labelled_types[sample], config.label2id))
+        features["not_pii_mask"].append(not_pii_mask(offsets, not_pii[sample] or []))
         first_window.setdefault(sample, w)
     for w, sample in enumerate(samples):
         # Counted once per record, on its first window, so the column sums to a count of spans.
@@ -151,6 +160,7 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
 def _code_digest():
     # Part of the cache fingerprint: a cached feature file must not outlive a change to the code that made it.
     source = inspect.getsource(encoding_piiner) + inspect.getsource(_encode_batch) + inspect.getsource(align_labels)
+    source += inspect.getsource(not_pii_mask)
     return hashlib.sha256(source.encode()).hexdigest()
 
 
@@ -158,13 +168,15 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
     """Tokenize one split of unified records into windows with labels and char ids.
 
     Args:
-        records (`datasets.Dataset`): columns id, text, spans (and any others, which are dropped).
+        records (`datasets.Dataset`): columns id, text, spans, optionally labelled_types and not_pii_spans (any
+            others are dropped).
         tokenizer: a fast tokenizer (offsets are required).
         config: the model config (label2id, char vocabulary, max_word_chars).
         max_length, stride: window size and overlap in tokens.
 
     Returns:
-        `datasets.Dataset` with one row per window: the model inputs, `labels`, `offset_mapping` (into the
+        `datasets.Dataset` with one row per window: the model inputs (`labels`, `unannotated_labels`,
+        `not_pii_mask` among them), `offset_mapping` (into the
         original text), `example_index` (row of `records`) and `unreachable_spans` (see `unreachable_spans`).
     """
     for column in ("id", "text", "spans"):
@@ -183,7 +195,7 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
         )
     )
     ids = datasets.List(datasets.Value("int64"))
-    columns = {name: ids for name in ("input_ids", "attention_mask", "labels", "unannotated_labels")}
+    columns = {name: ids for name in ("input_ids", "attention_mask", "labels", "unannotated_labels", "not_pii_mask")}
     if "token_type_ids" in tokenizer.model_input_names:
         columns["token_type_ids"] = ids
     columns.update(char_ids=datasets.List(ids), offset_mapping=datasets.List(ids),

@@ -9,6 +9,8 @@ import re
 
 from piiner.patterns import url_without_punctuation
 
+from ..records import NOT_PII
+
 NER_TYPES = {"PER": "PERSON", "PERSON": "PERSON", "LOC": "LOCATION", "LOCATION": "LOCATION", "ORG": "ORGANIZATION",
              "ORGANIZATION": "ORGANIZATION", "MISC": None}
 # What these corpora's people annotated: everything else in them is unlabelled, not a negative.
@@ -165,9 +167,10 @@ def join_tokens(tokens):
 
 
 def tag_spans(tags, starts, tokens, source, audit, types=NER_TYPES):
-    """Character spans from BIO or IO tags, `types` mapping the upper-cased tag type to a piiner type (None: not
-    PII; absent: unknown, counted). A run of I-X (IO tagging cannot separate two adjacent entities of one
-    type, so a run is one entity) or a B-X with its I-X continuation; an I-X after another type opens an entity."""
+    """Character spans from BIO or IO tags, `types` mapping the upper-cased tag type to a piiner type (``NOT_PII``:
+    labelled and of no PII type, kept so for ``records.clean_record``; None: not PII, left out; absent: unknown,
+    counted). A run of I-X (IO tagging cannot separate two adjacent entities of one type, so a run is one entity)
+    or a B-X with its I-X continuation; an I-X after another type opens an entity."""
     tags = list(tags)
     for i in range(1, len(tags) - 1):
         # "James P . Walker": the tokenizer split an initial's period off and the annotators ended the person
@@ -193,10 +196,12 @@ def tag_spans(tags, starts, tokens, source, audit, types=NER_TYPES):
         kind = span.pop("kind")
         if kind.upper() not in types:
             audit.note(source, f"unknown_label:{kind}")
-        elif types[kind.upper()] is None:
+            continue
+        label = types[kind.upper()]
+        if label in (None, NOT_PII):
             audit.note(source, f"not_pii_label:{kind}")
-        else:
-            out.append({**span, "label": types[kind.upper()]})
+        if label is not None:
+            out.append({**span, "label": label})
     return out
 
 

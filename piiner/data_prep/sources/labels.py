@@ -1,4 +1,5 @@
-"""Source label -> canonical type (``pii_schema.PII_TYPES``), or None for a label we decide is not PII here.
+"""Source label -> canonical type (``pii_schema.PII_TYPES``), or None for a label we decide is not PII here, or
+``NOT_PII`` for a label whose spans are known to be no PII type at all (kept as negatives, see ``records``).
 
 A label missing from its map is counted as ``unknown_label`` and treated as not PII; one mapped to None is
 counted as ``not_pii_label``. Either way the text stays, unlabeled, so read the audit before trusting a new
@@ -11,6 +12,8 @@ wrong type), race/ethnicity, language, education and employment status.
 """
 
 import re
+
+from ..records import NOT_PII
 
 # ai4privacy (400k, 300k, open-500k). Keys are normalized: upper case, trailing digits dropped
 # (GIVENNAME1 -> GIVENNAME, LASTNAME3 -> LASTNAME).
@@ -100,6 +103,7 @@ PRESIDIO = {
     "US_DRIVER_LICENSE": "DRIVERS_LICENSE", "TITLE": None, "PREFIX": None,
 }
 
-# WNUT-17 entity classes.
+# WNUT-17 entity classes. A product or creative work is labelled and known to be no PII type (NOT_PII, a negative
+# for every type); CoNLL's MISC, by contrast, maps to None (left out): it holds nationalities.
 WNUT17 = {"person": "PERSON", "location": "LOCATION", "corporation": "ORGANIZATION", "group": "ORGANIZATION",
-          "product": None, "creative-work": None}
+          "product": NOT_PII, "creative-work": NOT_PII}

@@ -20,6 +20,7 @@ import faker
 
 from piiner.pii_schema import PII_TYPES
 
+from ..records import NOT_PII
 from .templates import FORMAT_TEMPLATES, NEGATIVE_TEMPLATES, TEMPLATES, template_split
 from .values import GENERATORS, NEGATIVES
 
@@ -81,10 +82,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 def set_into(record, carrier, rng):
     """`record`'s text set into a real text between two of its sentences (or before or after it): real prose around
     the PII. The carrier's annotation covers only some types, so the record's ``labelled_types`` are the carrier's
-    plus the types placed in it; the group names both, so neither crosses a split."""
+    plus the types placed in it; the group names both, so neither crosses a split. The carrier's not-PII spans
+    move with it (as spans labelled ``NOT_PII``, the way an adapter gives them)."""
     text = carrier["text"]
+    carried = carrier["spans"] + [{**s, "label": NOT_PII} for s in carrier.get("not_pii_spans") or ()]
     cut = rng.choice([0, len(text)] + [m.end() for m in _SENTENCE_END.finditer(text)])
-    if any(s["start"] < cut < s["end"] for s in carrier["spans"]):
+    if any(s["start"] < cut < s["end"] for s in carried):
         cut = len(text)
     before, after = text[:cut].rstrip(), text[cut:].lstrip()
     left = before + rng.choice((" ", "\n")) if before else ""
@@ -92,7 +95,7 @@ def set_into(record, carrier, rng):
     # Carrier spans after the cut move by the inserted text (and the whitespace the join replaced).
     moved = len(left) + len(record["text"]) + len(right) - len(after) - (cut + len(text[cut:]) - len(after))
     spans = [dict(s) if s["end"] <= cut else {**s, "start": s["start"] + moved, "end": s["end"] + moved}
-             for s in carrier["spans"]]
+             for s in carried]
     spans += [{**s, "start": s["start"] + len(left), "end": s["end"] + len(left)} for s in record["spans"]]
     types = {s["label"] for s in record["spans"]} | set(carrier["labelled_types"])
     return {**record, "text": left + record["text"] + right, "spans": sorted(spans, key=lambda s: s["start"]),
