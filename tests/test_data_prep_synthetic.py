@@ -209,3 +209,18 @@ def test_the_dense_test_set_joins_four_to_seven_held_out_templates_per_text():
         assert r["source"] == "dense" and r["split"] == "test"
         assert 4 <= len(r["group"].split("+")) <= 7 and set(r["group"].split("+")) <= test_ids
     assert [r["text"] for r in generator.dense_records(3)] == [r["text"] for r in dense[:3]]
+
+
+def test_training_posts_carry_unlabelled_hashtags_and_other_languages():
+    # Partially labelled tweets give no evidence about a hashtag or a sentence in another language, so the fully
+    # labelled synthetic records must: some training texts hold them, never inside a labelled span.
+    records = [r for r in SyntheticGenerator(seed=5).records(40) if r["split"] == "train"]
+
+    def unlabelled(r, pattern):
+        return [m for m in re.finditer(pattern, r["text"])
+                if not any(s["start"] < m.end() and m.start() < s["end"] for s in r["spans"])]
+
+    tagged = [r for r in records if unlabelled(r, r"(?<!\S)#[A-Za-z]\w+")]
+    foreign = [r for r in records if unlabelled(r, r"[\u0370-\u03ff\u0400-\u04ff\u0600-\u06ff\u3040-\u30ff]{2,}")]
+    assert len(tagged) >= 10 and len(foreign) >= 5
+    assert any(r["spans"] for r in tagged)  # beside real entities, not only in texts with none

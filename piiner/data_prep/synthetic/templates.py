@@ -696,7 +696,8 @@ def template_split(index, count):
 # -- the layouts of real records, added to the training templates of each type ---------------------------------------
 # Clinical notes (shorthand, ward codes, lab values that are not identifiers), upper-case forms, lower-case chat,
 # brands in informal text, short dates; contracts and filings, whose defined terms ("hereinafter", "the Company") are
-# words or roles, not entities; the sensitive types' words in everyday senses (a card "charged") beside an identifier.
+# words or roles, not entities; the sensitive types' words in everyday senses (a card "charged") beside an identifier;
+# posts with hashtags and text in other languages, which partially labelled tweets give no evidence about.
 # Training only: each list's last two templates stay its validation and test.
 MORE_TRAINING = {
     "MEDICAL_RECORD": ["Pt seen in <neg:clinical>, MRN <MEDICAL_RECORD>, DOB <DATE_OF_BIRTH>. <neg:lab>; <neg:lab>.",
@@ -707,7 +708,9 @@ MORE_TRAINING = {
                "omg <PERSON> just texted me lol",
                "REPORTING OFFICER: <PERSON>\nBADGE: <neg:count>",
                "<PERSON>, hereinafter referred to as the Consultant, accepts the terms below.",
-               "IN WITNESS WHEREOF, <PERSON>, Chief Executive Officer, has signed this Agreement."],
+               "IN WITNESS WHEREOF, <PERSON>, Chief Executive Officer, has signed this Agreement.",
+               "<PERSON> killed it tonight <neg:hashtag> <neg:hashtag>",
+               "RT so proud of <PERSON> <neg:hashtag> <neg:foreign>"],
     "AGE": ["<AGE> y/o <GENDER> c/o SOB, <neg:lab>, sent to <neg:clinical>",
             "<AGE>yo <GENDER> s/p fall, <neg:clinical> x2 days"],
     "PHONE": ["call me back at <PHONE> pls", "PHONE: <PHONE>\nALT PHONE: <PHONE>",
@@ -717,8 +720,10 @@ MORE_TRAINING = {
                      'This Agreement is entered into by <ORGANIZATION> (hereinafter the "Company") and <PERSON> '
                      '(the "Executive").',
                      "<ORGANIZATION>, a corporation organized under the laws of <LOCATION> (the Borrower), agrees as "
-                     "follows:"],
-    "LOCATION": ["moving to <LOCATION> next month!!", "CITY OF BIRTH: <LOCATION>"],
+                     "follows:",
+                     "<neg:hashtag> <ORGANIZATION> announces new deal <neg:hashtag>"],
+    "LOCATION": ["moving to <LOCATION> next month!!", "CITY OF BIRTH: <LOCATION>",
+                 "landed in <LOCATION> <neg:hashtag> <neg:hashtag>", "<LOCATION>: <neg:foreign> <neg:hashtag>"],
     "SSN": ["SSN <SSN> / DOB <DATE_OF_BIRTH> / <neg:amount> owed"],
     "CREDIT_CARD": ["card was <CREDIT_CARD> and the total was <neg:amount>",
                     "the card ending <CREDIT_CARD> got charged two times for <neg:amount>"],
@@ -741,6 +746,12 @@ NEGATIVE_TEMPLATES[-2:-2] = [
     "Sales hit a record high this quarter: <neg:amount>, a record for the store.",
     "Battery fully charged after <neg:count> cycles; test results positive, no errors.",
     "Free of charge on orders over <neg:amount>. Keep a record of order <neg:order>.",
+    # Posts: hashtags and text in other languages, with nothing labelled in them.
+    "<neg:hashtag> <neg:hashtag> what a night",
+    "can't stop laughing at this <neg:hashtag>",
+    "<neg:foreign>",
+    "RT <neg:foreign> <neg:hashtag>",
+    "Vote now! <neg:hashtag> <neg:hashtag> <neg:hashtag>",
 ]
 
 # -- the "formats" test set: frames no training, validation or test record uses, filled with the held-out layouts

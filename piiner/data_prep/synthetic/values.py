@@ -15,6 +15,8 @@ used.
 import re
 import string
 
+import faker
+
 from piiner.checksums import iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
 
 DIGITS = string.digits
@@ -788,9 +790,43 @@ def _negative_amount(rng, fake, held_out=False):
                        f"USD {whole:,}.00", f"£{rng.randint(1, 999)}.{_digits(rng, 2)}"))
 
 
+def _negative_hashtag(rng, fake, held_out=False):
+    """A hashtag on a post (a topic, a slogan, an acronym, an event with its year or number): a tag, not a password,
+    a plate or a status."""
+    words = fake.words(rng.randint(1, 3))
+    form = rng.randrange(5)
+    if form == 0:
+        body = "".join(w.capitalize() for w in words)
+    elif form == 1:
+        body = "".join(words)
+    elif form == 2:
+        body = _chars(rng, string.ascii_lowercase if rng.random() < 0.5 else UPPER, rng.randint(2, 5))
+    elif form == 3:
+        body = _chars(rng, UPPER, rng.randint(2, 3)) + str(rng.randint(1, 999))
+    else:
+        body = words[0].capitalize() + str(rng.randint(2000, 2030))
+    return "#" + body
+
+
+# Languages other than English whose Faker locale has its own word list: a post or a quote in another language is
+# no PII by being unreadable to an English model.
+_FOREIGN_LOCALES = ("ru_RU", "ar_AA", "nl_NL", "de_DE", "fr_FR", "es_ES", "el_GR", "ja_JP")
+_FOREIGN_FAKERS = {}
+
+
+def _negative_foreign(rng, fake, held_out=False):
+    """A sentence of 3-12 words in another language, seeded from `rng`."""
+    locale = rng.choice(_FOREIGN_LOCALES)
+    if locale not in _FOREIGN_FAKERS:
+        _FOREIGN_FAKERS[locale] = faker.Faker(locale)
+    other = _FOREIGN_FAKERS[locale]
+    other.seed_instance(rng.getrandbits(64))
+    return other.sentence(nb_words=rng.randint(3, 12))
+
+
 NEGATIVES = {
     "order": _negative_order, "version": _negative_version, "timestamp": _negative_timestamp,
     "product": _negative_product, "tracking": _negative_tracking, "misc": _negative_misc,
     "code": _negative_code, "count": _negative_count, "clinical": _negative_clinical, "lab": _negative_lab,
-    "amount": _negative_amount,
+    "amount": _negative_amount, "hashtag": _negative_hashtag, "foreign": _negative_foreign,
 }
