@@ -39,7 +39,7 @@ def test_writes_dataset_dict_audit_and_per_source_test_files(built):
         expected = sum(1 for r in ds["test"] if r["source"] == source)
         assert len(lines) == expected
         for line in lines:
-            assert set(json.loads(line)) == {"id", "source", "text", "spans"}
+            assert set(json.loads(line)) == {"id", "source", "text", "spans", "labelled_types", "not_pii_spans"}
     assert (built / "test_nemotron.jsonl").read_text().count("\n") == 1  # the Nemotron test file's one row
 
 

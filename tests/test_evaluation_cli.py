@@ -147,8 +147,9 @@ def test_types_restriction(tmp_path, gold_file):
 def test_what_a_type_restriction_leaves_unjudged_is_counted_for_every_system(tmp_path, capsys):
     # A corpus labelled for some types says nothing of the others: a score on its types must not hide them. Types
     # its annotation covers (here EMAIL, labelled by pattern) are judged by the gold, even when not scored.
+    # A stretch the gold labels as no PII type at all (a product, a title) makes a span on it known wrong.
     gold = _write_jsonl(tmp_path / "gold.jsonl", [dict(row, labelled_types=["SSN", "EMAIL"]) for row in GOLD[:2]]
-                        + [GOLD[2]])
+                        + [dict(GOLD[2], not_pii_spans=[{"start": 3, "end": 5}])])
     predictions = _write_jsonl(tmp_path / "pred.jsonl", [
         {"id": "a", "spans": [{"start": 5, "end": 21, "label": "EMAIL"}, {"start": 27, "end": 38, "label": "SSN"}]},
         {"id": "b", "spans": [{"start": 5, "end": 24, "label": "PASSWORD"}, {"start": 29, "end": 32, "label": "PIN"}]},
@@ -158,11 +159,12 @@ def test_what_a_type_restriction_leaves_unjudged_is_counted_for_every_system(tmp
     words = sum(len(text.split()) for text in TEXTS)
     assert report["overall"]["f1"] == 1.0
     assert report["unscored"] == {"spans": 3, "words": words, "per_1k_words": 3000 / words,
-                                  "per_type": {"PASSWORD": 2, "PIN": 1}}
+                                  "per_type": {"PASSWORD": 2, "PIN": 1}, "on_not_pii_spans": 1}
     # The regex finds the email (judged by the gold, not counted) and the card, which nobody labelled.
     assert report["compare"]["regex"]["unscored"]["per_type"] == {"CREDIT_CARD": 1}
     out = capsys.readouterr().out
     assert "3 predicted spans of types neither scored here nor labelled in the gold" in out and "| PASSWORD | 2 |" in out
+    assert "1 of them on stretches the gold labels as no PII type" in out
     assert "unscored" not in _run("--predictions", predictions, "--data", gold)
 
 

@@ -101,7 +101,9 @@ def build(out_dir, sources=DEFAULT_SOURCES, from_dirs=None, synthetic_per_type=D
         with open(path, "w", encoding="utf-8") as f:
             for r in splits["test"]:
                 if r["source"] == source:
-                    f.write(json.dumps({"id": r["id"], "source": source, "text": r["text"], "spans": r["spans"]}, ensure_ascii=False) + "\n")
+                    # What the scorer needs to judge a system as the DatasetDict's test split does.
+                    row = {c: r[c] for c in ("id", "source", "text", "spans", "labelled_types", "not_pii_spans")}
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
     settings = {"sources": ",".join(sources), "synthetic_per_type": synthetic_per_type, "seed": seed}
     write_audit(out_dir, splits, audit, settings)
     with open(os.path.join(out_dir, MANIFEST), "w", encoding="utf-8") as f:

@@ -102,7 +102,8 @@ def score(rows, gold, pred, types):
     report = span_metrics(gold, pred, types=types)
     if types:
         report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types,
-                                            [r.get("labelled_types") for r in rows])
+                                            [r.get("labelled_types") for r in rows],
+                                            [r.get("not_pii_spans") for r in rows])
     sources = sorted({r.get("source") for r in rows} - {None})
     if len(sources) > 1:
         # One model run, a row per source: a mixed test split hides which corpus a model is weak on.

@@ -113,24 +113,30 @@ def span_metrics(gold, pred, types=None):
     return {"overall": scores(*total(list(counts.values()))), "per_type": per_type, "per_tier": per_tier}
 
 
-def unscored_spans(texts, pred, types, labelled_types=None):
+def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None):
     """What a system emits that a score restricted to `types` cannot judge: a corpus labelled for persons, places
     and organizations says neither yes nor no to a date or a password predicted in it. A span counts when its type
     is not scored and not among its text's `labelled_types` (one list per text, None for a text whose annotation
     covers every type; BTC's handles and links are labelled by pattern, so they do not count there). Spans per type
-    (most first) and per 1,000 words (whitespace-separated) of the texts.
+    (most first) and per 1,000 words (whitespace-separated) of the texts; `on_not_pii_spans`: how many of them
+    overlap one of their text's `not_pii_spans` (stretches the corpus labelled as no PII type, such as WNUT-17's
+    products and titles), which are known to be wrong.
     """
     if len(texts) != len(pred):
         raise ValueError(f"{len(texts)} texts but pred has {len(pred)}: they must be aligned one to one")
     labelled_types = labelled_types or [None] * len(texts)
-    scored, counts = set(types), Counter()
-    for i, (spans, labelled) in enumerate(zip(pred, labelled_types)):
+    not_pii_spans = not_pii_spans or [None] * len(texts)
+    scored, counts, on_not_pii = set(types), Counter(), 0
+    for i, (spans, labelled, not_pii) in enumerate(zip(pred, labelled_types, not_pii_spans)):
         judged = scored | set(labelled or ())
-        counts.update(span_type for _, _, span_type in to_spans(spans, f"pred text {i}") if span_type not in judged)
+        unjudged = [span for span in to_spans(spans, f"pred text {i}") if span[2] not in judged]
+        counts.update(span_type for _, _, span_type in unjudged)
+        on_not_pii += sum(any(start < n["end"] and n["start"] < end for n in not_pii or ()) for start, end, _ in unjudged)
     words = sum(len(text.split()) for text in texts)
     total = sum(counts.values())
     return {"spans": total, "words": words, "per_1k_words": 1000 * total / words if words else None,
-            "per_type": dict(sorted(counts.items(), key=lambda kv: (-kv[1], _type_order(kv[0]))))}
+            "per_type": dict(sorted(counts.items(), key=lambda kv: (-kv[1], _type_order(kv[0])))),
+            "on_not_pii_spans": on_not_pii}
 
 
 __all__ = ["span_metrics", "scores", "to_span", "to_spans", "unscored_spans"]

@@ -105,7 +105,9 @@ def format_markdown(report, title=None):
     u = report.get("unscored")
     if u and u["spans"]:
         parts += [f"### Types the gold does not judge\n\n{u['spans']} predicted spans of types neither scored here "
-                  f"nor labelled in the gold, {u['per_1k_words']:.1f} per 1,000 words",
+                  f"nor labelled in the gold, {u['per_1k_words']:.1f} per 1,000 words"
+                  + (f"; {u['on_not_pii_spans']} of them on stretches the gold labels as no PII type (wrong)"
+                     if u.get("on_not_pii_spans") else ""),
                   _table(("type", "spans"), list(u["per_type"].items()))]
     t = report.get("throughput")
     if t:
