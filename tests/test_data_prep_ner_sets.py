@@ -65,6 +65,13 @@ def test_names_cut_at_an_initial_or_an_abbreviation_by_the_corpus_tokenizer_are_
     assert records["Engineer Edward D. Farr built it."] == [("Edward D. Farr", "PERSON")]
 
 
+def test_an_email_cut_by_the_corpus_tokenizer_is_one_email_not_a_name_and_a_place():
+    # SEC filings write "DFischer @ goldhillcapital . com", the local part tagged a person, the domain a place.
+    records, audit = load("sec_filings", "sec_filings")
+    assert records["Email: DFischer@goldhillcapital.com"] == [("DFischer@goldhillcapital.com", "EMAIL")]
+    assert audit.notes["sec_filings"]["email_joined"] == 1
+
+
 def test_uner_offsets_come_from_the_original_sentence_and_unlabelled_types_are_recorded():
     records, _ = load("uner_ewt", "uner_ewt")
     text = "I met Ann in New York, didn't I? Email me at ann@x.org."

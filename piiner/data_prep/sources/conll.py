@@ -205,6 +205,28 @@ def tag_spans(tags, starts, tokens, source, audit, types=NER_TYPES):
     return out
 
 
+def join_emails(tokens, tags, source, audit):
+    """(tokens, tags) with each email address a tokenizer cut into pieces ("DFischer", "@", "goldhillcapital", ".",
+    "com") made one token again, tagged O: its pieces are no name or place, whatever the corpus tagged them
+    (SEC filings tag the local part a person and the domain an organization or place). ``pattern_spans`` then
+    labels it EMAIL (counted, ``email_joined``)."""
+    tokens, tags = list(tokens), list(tags)
+    i = 1
+    while i < len(tokens) - 1:
+        if tokens[i] != "@":
+            i += 1
+            continue
+        end = i + 2  # the domain's labels: a word, then "." and a word, as often as they come
+        while end + 1 < len(tokens) and tokens[end] == "." and re.fullmatch(r"[A-Za-z0-9-]+", tokens[end + 1]):
+            end += 2
+        candidate = "".join(tokens[i - 1:end])
+        if end > i + 2 and EMAIL.fullmatch(candidate):
+            tokens[i - 1:end], tags[i - 1:end] = [candidate], ["O"]
+            audit.note(source, "email_joined")
+        i += 1
+    return tokens, tags
+
+
 def pattern_spans(tokens, starts, tags, source, audit):
     """USERNAME (without "@"), URL and EMAIL spans for O-tagged tokens that wholly match a strict pattern: social
     media annotators tag handles and links O, though they are PII here (counted as decisions)."""

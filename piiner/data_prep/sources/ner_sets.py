@@ -20,8 +20,8 @@ import os
 import re
 
 from .conll import (
-    HANDLE, HANDLE_NAME, NER_LABELLED_TYPES, NER_TYPES, chunks, documents, join_tokens, parse_conll, pattern_spans,
-    tag_spans)
+    HANDLE, HANDLE_NAME, NER_LABELLED_TYPES, NER_TYPES, chunks, documents, join_emails, join_tokens, parse_conll,
+    pattern_spans, tag_spans)
 
 _GITHUB = "https://github.com/{repo}/raw/HEAD/{path}"
 BTC_SECTIONS = ("a", "b", "e", "f", "g", "h")
@@ -80,10 +80,10 @@ def _files(path, pattern):
 # -- token-only corpora --------------------------------------------------------------------------------------------
 
 def _token_sentence(tokens, source, audit):
-    words, tags = [t for t, _ in tokens], [tag for _, tag in tokens]
+    words, tags = join_emails([t for t, _ in tokens], [tag for _, tag in tokens], source, audit)
     text, starts = join_tokens(words)
-    spans = tag_spans(tags, starts, words, source, audit)
-    return text, spans
+    spans = tag_spans(tags, starts, words, source, audit) + pattern_spans(words, starts, tags, source, audit)
+    return text, sorted(spans, key=lambda s: s["start"])
 
 
 # SEC filings tag a contract's defined party roles ("Borrower", "Lender", "the Bank": 61% of its spans) as
