@@ -356,3 +356,29 @@ def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(t
     config = PiiNerConfig(encoder_config=tiny_bert_config())
     features = build_features(datasets.Dataset.from_list(rows), tiny_tokenizer, config, max_length=16, stride=2)
     assert features["unannotated_labels"][-1] and not features["unannotated_labels"][0]
+
+
+def test_length_grouped_training_leaves_evaluated_windows_in_order(tmp_path):
+    """With training batches grouped by length, evaluation still reads the windows in their own order: the span
+    metrics take prediction row i as window i of the split (the stock Trainer would group those too)."""
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.training.trainer import PiiNerTrainer
+
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
+    lengths = [3 + (7 * i) % 40 for i in range(96)]
+    windows = datasets.Dataset.from_dict({
+        "input_ids": [[i + 1] * n for i, n in enumerate(lengths)],
+        "attention_mask": [[1] * n for n in lengths],
+        "labels": [[LABEL2ID["O"]] * n for n in lengths],
+    })
+    _, _, args = parse_args(["--output_dir", str(tmp_path), "--use_cpu", "true", "--report_to", "none",
+                             "--train_sampling_strategy", "group_by_length", "--per_device_train_batch_size", "8",
+                             "--per_device_eval_batch_size", "8"])
+    trainer = PiiNerTrainer(model=model, args=args, train_dataset=windows, eval_dataset=windows,
+                            data_collator=PiiNerCollator(pad_token_id=0))
+    evaluated = [row[0] for batch in trainer.get_eval_dataloader() for row in batch["input_ids"].tolist()]
+    assert evaluated == [i + 1 for i in range(len(lengths))]
+    # Training batches are grouped: far less padding than the windows in their own order.
+    padded = sum(batch["input_ids"].numel() for batch in trainer.get_train_dataloader())
+    in_order = sum(max(lengths[i:i + 8]) * len(lengths[i:i + 8]) for i in range(0, len(lengths), 8))
+    assert padded < 0.8 * in_order

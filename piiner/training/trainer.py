@@ -1,11 +1,14 @@
 """The piiner Trainer: tier-weighted CRF loss, one AdamW group per model component, a NaN/inf guard.
 
 Only documented hooks are overridden (``compute_loss``, ``prediction_step``, ``create_optimizer``,
-``training_step``), each calling ``super()`` for the work the stock Trainer does.
+``training_step``), each calling ``super()`` for the work the stock Trainer does, and ``_get_eval_sampler``, which
+keeps the evaluated windows in their own order whatever the training sampler.
 """
 
 import torch
+from torch.utils.data import SequentialSampler
 from transformers import PreTrainedModel, Trainer
+from transformers.trainer_utils import has_length
 
 from .class_weights import label_weight_table, token_weights
 from piiner.evaluation.model_card import add_reports, has_card_inputs
@@ -73,6 +76,9 @@ class PiiNerTrainer(Trainer):
       rate and epsilon, split again into decayed and not-decayed parameters (biases and norms get no decay).
     - `training_step` checks the loss and each group's gradients when `args.nan_guard` is on; `NonFiniteGuard`
       checks the parameters after each optimizer step.
+    - Evaluation reads the windows in their order (`_get_eval_sampler`), also when training batches are grouped by
+      length (`train_sampling_strategy: group_by_length`), where the stock Trainer would shuffle them too: the
+      metrics (`SpanEvaluator`) read prediction row i as window i of the split.
 
     Args:
         class_weights (`list[float]`, *optional*): a weight per label id (see `class_weights.inverse_sqrt_class_weights`).
@@ -119,6 +125,13 @@ class PiiNerTrainer(Trainer):
         if not prediction_loss_only:
             inputs = {**inputs, "decode": True}
         return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
+
+    def _get_eval_sampler(self, eval_dataset):
+        if self.args.train_sampling_strategy != "group_by_length" or not has_length(eval_dataset):
+            return super()._get_eval_sampler(eval_dataset)
+        # The stock Trainer's sampler for every other strategy: in order on one process; on several, none here,
+        # so that Accelerate shards the windows in order and the gathered predictions come back in order.
+        return SequentialSampler(eval_dataset) if self.args.world_size <= 1 else None
 
     def create_optimizer(self, model=None):
         if self.optimizer is not None:
