@@ -51,6 +51,13 @@ def test_yaml_values_are_type_checked_when_parsed(tmp_path, line, key):
         parse_args(["--config", config])
 
 
+def test_a_yaml_value_outside_its_arguments_choices_is_an_error_naming_it(tmp_path):
+    """As a flag would be: a misspelt sampling strategy must not fall back to random batches in silence."""
+    config = write_yaml(tmp_path, f"output_dir: {tmp_path}\ntrain_sampling_strategy: group_by_lenght\n")
+    with pytest.raises(SystemExit, match="train_sampling_strategy='group_by_lenght' is not one of .*group_by_length"):
+        parse_args(["--config", config])
+
+
 def test_yaml_numbers_written_as_strings_are_read_as_a_flag_would_be(tmp_path):
     config = write_yaml(tmp_path, f"output_dir: {tmp_path}\nhead_learning_rate: 1e-3\nmax_steps: '12'\n")
     _, _, args = parse_args(["--config", config])
@@ -382,3 +389,14 @@ def test_length_grouped_training_leaves_evaluated_windows_in_order(tmp_path):
     padded = sum(batch["input_ids"].numel() for batch in trainer.get_train_dataloader())
     in_order = sum(max(lengths[i:i + 8]) * len(lengths[i:i + 8]) for i in range(0, len(lengths), 8))
     assert padded < 0.8 * in_order
+
+
+@pytest.mark.parametrize("recipe", ["quickstart.yaml", "reference-cpu.yaml", "out-of-source.yaml", "pii-small-en.yaml",
+                                    "tiny.yaml"])
+def test_every_shipped_recipe_parses(recipe):
+    """A misspelt key or value in a recipe fails here, not at the start of someone's two-hour run."""
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "configs", recipe)
+    _, _, args = parse_args(["--config", path])
+    assert args.max_steps > 0 or args.num_train_epochs > 0

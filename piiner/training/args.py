@@ -384,10 +384,11 @@ def read_yaml(config_path):
         values = yaml.safe_load(f) or {}
     if not isinstance(values, dict):
         raise SystemExit(f"{config_path} must hold a mapping of argument names to values")
-    annotations = {}
+    annotations, choices = {}, {}
     for cls in ARGUMENT_CLASSES:
         hints = typing.get_type_hints(cls)
         annotations.update({f.name: hints.get(f.name, typing.Any) for f in fields(cls) if f.init})
+        choices.update({f.name: f.metadata["choices"] for f in fields(cls) if f.init and "choices" in f.metadata})
     unknown = sorted(set(values) - set(annotations))
     if unknown:
         raise SystemExit(f"{config_path}: unknown argument(s) {unknown}")
@@ -395,6 +396,9 @@ def read_yaml(config_path):
     checked = {}
     for key, value in values.items():
         value = _checked_value(key, value, annotations[key], config_path)
+        # The choices argparse enforces on a flag (`train_sampling_strategy`, ...); the dataclass does not check them.
+        if key in choices and value not in choices[key]:
+            raise SystemExit(f"{config_path}: {key}={value!r} is not one of {list(choices[key])}")
         if key in PATH_ARGUMENTS + PATH_OR_HUB_ARGUMENTS:
             value = _resolve_yaml_path(key, value, folder)
         checked[key] = value
