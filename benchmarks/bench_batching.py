@@ -5,7 +5,8 @@ to its longest window: drawn at random, most of a batch is padding. `train_sampl
 (transformers' `LengthGroupedSampler`: shuffled pools of 50 batches, each pool cut into batches of similar length)
 keeps the same windows and the same number of them per step. For each sampler this prints the real and padded
 tokens per batch over a whole epoch of the training split, and times training steps (forward, backward, AdamW) of
-the piiner model on the packaged MiniLM with the trainer's collator, the two samplers' batches interleaved.
+the piiner model on the packaged MiniLM with the trainer's collator: batches spread over the epoch (the grouped
+sampler puts its longest batch first), the two samplers' interleaved.
 
     python benchmarks/bench_batching.py --data data/reference [--steps 20] [--threads 2]
 
@@ -21,11 +22,9 @@ import time
 import torch
 from datasets import load_from_disk
 from torch.utils.data import RandomSampler
-from transformers import AutoTokenizer
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
-from piiner.modeling_piiner import PiiNerForTokenClassification
-from piiner.training.args import resolve_backbone
+from bench_train_step import untrained_piiner
 from piiner.training.class_weights import label_weight_table, token_weights
 from piiner.training.collator import PiiNerCollator
 from piiner.training.features import build_features
@@ -47,12 +46,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20, help="timed training steps per sampler (0: none)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    path = resolve_backbone(args.backbone)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    model = PiiNerForTokenClassification.from_backbone(path)
+    _, tokenizer, model = untrained_piiner(args.backbone, args.threads)
     config = model.config
     windows = build_features(load_from_disk(args.data)["train"], tokenizer, config, max_length=args.max_length,
                              stride=args.stride, desc="tokenize train")
@@ -72,8 +66,10 @@ def main():
     model.train()
     columns = [c for c in windows.column_names if c not in ("offset_mapping", "example_index", "unreachable_spans")]
     inputs = windows.select_columns(columns)
+    # Batches spread over the epoch: the grouped sampler puts its longest batch first.
+    timed = {name: rows[::max(1, len(rows) // (args.steps + 1))][:args.steps + 1] for name, rows in drawn.items()}
     for step in range(args.steps + 1):  # the first round warms up
-        for name, rows in drawn.items():
+        for name, rows in timed.items():
             batch = collator([inputs[i] for i in rows[step]])
             batch["label_weights"] = token_weights(batch["labels"], table)
             start = time.perf_counter()
@@ -94,7 +90,7 @@ def main():
         padded = sum(max(lengths[i] for i in batch) * len(batch) for batch in rows) / len(rows)
         if times[name]:
             median = statistics.median(times[name])
-            timed_real = statistics.mean(sum(lengths[i] for i in rows[s]) for s in range(1, args.steps + 1))
+            timed_real = statistics.mean(sum(lengths[i] for i in batch) for batch in timed[name][1:])
             timing = f"{median:.3f} | {timed_real / median:,.0f}"
         else:
             timing = "- | -"

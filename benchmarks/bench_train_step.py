@@ -75,6 +75,16 @@ def run_interleaved(timers, steps, warmup=1):
             timer.step()
 
 
+def untrained_piiner(backbone, threads=None):
+    """(backbone path, its tokenizer, a piiner model around it with a fresh head), torch's threads set when given and
+    its seed fixed."""
+    if threads:
+        torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    path = resolve_backbone(backbone)
+    return path, AutoTokenizer.from_pretrained(path), PiiNerForTokenClassification.from_backbone(path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--backbone", default="embedded:all-MiniLM-L6-v2")
@@ -83,12 +93,7 @@ def main():
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    path = resolve_backbone(args.backbone)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    piiner = PiiNerForTokenClassification.from_backbone(path)
+    path, tokenizer, piiner = untrained_piiner(args.backbone, args.threads)
     batch = make_batch(tokenizer, piiner.config, args.batch, args.length)
     table = label_weight_table(piiner.config.id2label, piiner.config.type_to_tier, {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0})
     n_tokens = int(batch["attention_mask"].sum())
