@@ -77,6 +77,7 @@ out-of-source: baselines
 		$(foreach s,$(subst $(,), ,$(LOSO)),--report "$(s), left out=runs/out-of-source/eval_$(s).json")
 
 test: install
+	$(BIN)/ruff check --quiet .
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest
 
 test-slow: install

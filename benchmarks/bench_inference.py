@@ -206,14 +206,14 @@ def system_available(name: str) -> str | None:
     """None when the system can run here, else why not."""
     if name == "presidio":
         try:
-            from piiner.evaluation.baselines import SPACY_MODELS, _installed_spacy_model
+            from piiner.evaluation.baselines import SPACY_MODELS, BaselineUnavailable, _installed_spacy_model
 
             import presidio_analyzer  # noqa: F401
 
             _installed_spacy_model()
         except ImportError as err:
             return f"not installed ({err.name}); pip install -r requirements-presidio.txt"
-        except Exception as err:  # BaselineUnavailable: no spaCy English model
+        except BaselineUnavailable as err:  # no spaCy English model
             return f"no spaCy model among {SPACY_MODELS} ({err})"
     return None
 
