@@ -38,7 +38,7 @@ quickstart: install
 		--out runs/quickstart/eval_test.json --save-predictions runs/quickstart/pred_test.jsonl
 	$(BIN)/piiner-demo --model runs/quickstart
 
-# The reference model (README "Results"): every offline source, ~90 min of training on 2 CPU cores, then each
+# The reference model (README "Results"): every offline source, under 2 hours of training on 2 CPU cores, then each
 # source's held-out test split scored against Presidio, Rampart and the regex baseline in the same run, into the
 # model card.
 REF := runs/reference
