@@ -25,6 +25,7 @@ from torch.utils.data import RandomSampler
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from bench_train_step import untrained_piiner
+from piiner.training.args import DEFAULT_TIER_WEIGHTS
 from piiner.training.class_weights import label_weight_table, token_weights
 from piiner.training.collator import PiiNerCollator
 from piiner.training.features import build_features
@@ -60,7 +61,7 @@ def main():
 
     collator = PiiNerCollator(tokenizer.pad_token_id, min_chars=max(config.char_kernel_sizes),
                               num_labels=config.num_labels)
-    table = label_weight_table(config.id2label, config.type_to_tier, {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0})
+    table = label_weight_table(config.id2label, config.type_to_tier, DEFAULT_TIER_WEIGHTS)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
     times = {name: [] for name in drawn}
     model.train()

@@ -22,6 +22,7 @@ from piiner.modeling_piiner import PiiNerForTokenClassification  # noqa: E402
 from piiner.pii_schema import LABEL2ID  # noqa: E402
 from piiner.encoding_piiner import encode_texts  # noqa: E402
 from piiner.training.args import resolve_backbone  # noqa: E402
+from piiner.training.args import DEFAULT_TIER_WEIGHTS  # noqa: E402
 from piiner.training.class_weights import label_weight_table, token_weights  # noqa: E402
 
 SENTENCE = (
@@ -95,7 +96,7 @@ def main():
     args = parser.parse_args()
     path, tokenizer, piiner = untrained_piiner(args.backbone, args.threads)
     batch = make_batch(tokenizer, piiner.config, args.batch, args.length)
-    table = label_weight_table(piiner.config.id2label, piiner.config.type_to_tier, {1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0})
+    table = label_weight_table(piiner.config.id2label, piiner.config.type_to_tier, DEFAULT_TIER_WEIGHTS)
     n_tokens = int(batch["attention_mask"].sum())
 
     plain = AutoModelForTokenClassification.from_pretrained(path, num_labels=len(LABEL2ID))

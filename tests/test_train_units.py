@@ -1,11 +1,13 @@
 """Pieces of the training system in isolation: arguments, label alignment, windows, collator, loss weights."""
 
+import glob
 import math
+import os
 
 import datasets
 import pytest
 import torch
-from conftest import tiny_bert_config
+from conftest import REPO_ROOT, tiny_bert_config
 
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.pii_schema import LABEL2ID
@@ -391,12 +393,9 @@ def test_length_grouped_training_leaves_evaluated_windows_in_order(tmp_path):
     assert padded < 0.8 * in_order
 
 
-@pytest.mark.parametrize("recipe", ["quickstart.yaml", "reference-cpu.yaml", "out-of-source.yaml", "pii-small-en.yaml",
-                                    "tiny.yaml"])
+@pytest.mark.parametrize("recipe", sorted(glob.glob(os.path.join(REPO_ROOT, "configs", "*.yaml"))),
+                         ids=os.path.basename)
 def test_every_shipped_recipe_parses(recipe):
     """A misspelt key or value in a recipe fails here, not at the start of someone's two-hour run."""
-    import os
-
-    path = os.path.join(os.path.dirname(__file__), os.pardir, "configs", recipe)
-    _, _, args = parse_args(["--config", path])
+    _, _, args = parse_args(["--config", recipe])
     assert args.max_steps > 0 or args.num_train_epochs > 0
