@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 , := ,
 STAMP := $(VENV)/.installed
 
-.PHONY: install baselines quickstart reference out-of-source-ner out-of-source test test-slow test-engines
+.PHONY: install baselines quickstart reference out-of-source-ner out-of-source test test-floor test-slow test-engines
 
 # Every source that works offline (../shared/data, or the public files fetched once): generated, then read.
 ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats,dense
@@ -79,6 +79,13 @@ out-of-source: baselines
 test: install
 	$(BIN)/ruff check --quiet .
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest
+
+# The suite again on the oldest transformers stack the package claims (requirements-floor.txt), laid over .venv in
+# a folder of its own: the files a Hub repo ships run on its users' transformers, not only on the pinned one.
+FLOOR := .venv-floor
+test-floor: install
+	rm -rf $(FLOOR) && $(PY) -m pip install -q --no-deps --target $(FLOOR) -r requirements-floor.txt
+	PYTHONPATH=$(FLOOR) HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest
 
 test-slow: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest -m slow

@@ -2,10 +2,15 @@
 
 from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PreTrainedConfig
-from transformers.configuration_utils import SubConfigSpec
+from transformers.utils.versions import require_version
 
 from .pii_schema import ID2LABEL, LABEL2ID, MULTILINE_TYPES, TIER_OF
 
+# The oldest transformers this code runs on (`make test-floor`); an older one fails here, by name, rather than deep
+# inside a config or pipeline class.
+MIN_TRANSFORMERS = "5.10"
+require_version(f"transformers>={MIN_TRANSFORMERS}", f"piiner's model code needs transformers>={MIN_TRANSFORMERS}: "
+                f"pip install -U 'transformers>={MIN_TRANSFORMERS}'")
 
 FUSIONS = ("gate", "sum", "none")
 PIPELINE_ENTRY = {
@@ -73,7 +78,9 @@ class PiiNerConfig(PreTrainedConfig):
     ```"""
 
     model_type = "piiner"
-    sub_configs_defaults = {"encoder_config": SubConfigSpec(config_class=AutoConfig, model_type="bert")}
+    # The plain class-to-key map every transformers 5 release reads; the encoder config is built here, in
+    # __post_init__, so no newer spec class is needed (see the pyproject's transformers floor).
+    sub_configs = {"encoder_config": AutoConfig}
 
     encoder_config: dict | PreTrainedConfig | None = None
     char_vocab_size: int = 512
@@ -101,6 +108,9 @@ class PiiNerConfig(PreTrainedConfig):
         # encoder config would lose its own, and a model already built on it would silently fall back to eager
         # attention, which is much slower. It is put back.
         given = self.encoder_config if isinstance(self.encoder_config, PreTrainedConfig) else None
+        if given is None:
+            encoder = dict(self.encoder_config or {})
+            self.encoder_config = AutoConfig.for_model(encoder.pop("model_type", "bert"), **encoder)
         attention = given._attn_implementation_internal if given is not None else None
         super().__post_init__(**kwargs)
         if given is not None and self._attn_implementation is None:

@@ -8,6 +8,8 @@ builds it for any saved piiner snapshot. Imports only torch, NumPy, transformers
 and `decoding_piiner`.
 """
 
+import importlib
+
 import numpy as np
 import torch
 from transformers.pipelines.base import ChunkPipeline
@@ -202,10 +204,14 @@ def _register_for_loaded_models():
     token-classification entry is replaced by a subclass of the stock pipeline that hands piiner models to this one;
     any other model gets the stock pipeline's behaviour unchanged. A registry entry someone else replaced is left."""
     from transformers.pipelines import PIPELINE_REGISTRY, TokenClassificationPipeline
-    from transformers.pipelines import _resolve_impl
 
     entry = PIPELINE_REGISTRY.supported_tasks.get("token-classification")
-    if entry is None or _resolve_impl(entry["impl"]) is not TokenClassificationPipeline:
+    # Recent releases name the class by its dotted path (imported on use), earlier ones hold the class itself.
+    impl = entry and entry["impl"]
+    if isinstance(impl, str):
+        module, name = impl.rsplit(".", 1)
+        impl = getattr(importlib.import_module(module), name)
+    if impl is not TokenClassificationPipeline:
         return
 
     class TokenClassificationPipelineOrPiiNer(TokenClassificationPipeline):

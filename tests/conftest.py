@@ -10,6 +10,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+
+def env_without_this_repo(**extra):
+    """os.environ for a subprocess that must not import this checkout's code: PYTHONPATH keeps only the entries
+    that hold no `piiner` package (so `make test-floor`'s transformers overlay stays in force), plus `extra`."""
+    kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if p and not os.path.exists(os.path.join(p, "piiner"))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(kept), **extra}
+
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors  # noqa: E402

@@ -2,7 +2,6 @@
 loading a saved snapshot with `pipeline(..., trust_remote_code=True)` in a fresh process."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -11,7 +10,7 @@ import pytest
 import torch
 from transformers.utils import ModelOutput
 
-from conftest import TINY_VOCAB, build_tiny_tokenizer, tiny_bert_config
+from conftest import TINY_VOCAB, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
@@ -253,8 +252,7 @@ def test_snapshot_loads_with_pipeline_in_a_fresh_process(tmp_path):
         print(json.dumps({"class": type(pipe).__module__ + "." + type(pipe).__name__, "results": pipe(texts)}))
         """
     )
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf_home"), TOKENIZERS_PARALLELISM="false")
+    env = env_without_this_repo(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf_home"), TOKENIZERS_PARALLELISM="false")
     work_dir = tmp_path / "elsewhere"
     work_dir.mkdir()
     proc = subprocess.run(

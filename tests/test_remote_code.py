@@ -4,17 +4,20 @@ One subprocess per backbone does every check (Auto classes, tensors, outputs, a 
 weight) and prints a JSON report that the test asserts on, so the test stays a few seconds.
 """
 
+import ast
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 import torch
-from conftest import build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
+from conftest import REPO_ROOT, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config, tiny_deberta_config
 
-from piiner.configuration_piiner import PiiNerConfig
+from piiner.configuration_piiner import MIN_TRANSFORMERS, PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.training.hub import code_files
 
 CHECKS = r'''
 import importlib.util, json, os, shutil, sys
@@ -140,10 +143,9 @@ def test_snapshot_loads_as_remote_code_in_a_fresh_process(tmp_path, encoder_conf
     (tmp_path / "checks.py").write_text(CHECKS)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # Same thread count as this process (conftest uses one): a different split of the reductions changes the last bit.
-    env.update(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"), TOKENIZERS_PARALLELISM="false",
-               OMP_NUM_THREADS=str(torch.get_num_threads()))
+    env = env_without_this_repo(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"),
+                                TOKENIZERS_PARALLELISM="false", OMP_NUM_THREADS=str(torch.get_num_threads()))
     result = subprocess.run(
         [sys.executable, str(tmp_path / "checks.py"), str(snapshot), str(tmp_path / "expected.pt"), str(elsewhere)],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
@@ -166,3 +168,37 @@ def test_snapshot_loads_as_remote_code_in_a_fresh_process(tmp_path, encoder_conf
     # A deleted weight is refused, by name, from the snapshot's own code as well.
     assert report["broken"]["raised"].startswith("IncompleteCheckpointError") and report["broken"]["missing"] is None
     assert "missing: crf.transitions" in report["broken"]["raised"]
+
+
+def _transformers_names_used(path):
+    """(module, name) for each `from transformers... import name` and each `transformers.<...>.name` attribute."""
+    tree = ast.parse(open(path).read())
+    used = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "transformers":
+            used += [(node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Attribute):
+            root = node
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == "transformers":
+                used.append(("transformers", node.attr))
+    return used
+
+
+def test_hub_files_use_no_private_transformers_name():
+    """The Hub files run on whatever transformers a user has (>= the floor): a private name (`_resolve_impl`) can
+    vanish or change in any release, and the user meets it as an ImportError from a file they did not write."""
+    private = [(os.path.basename(path), module, name) for path in code_files()
+               for module, name in _transformers_names_used(path) if name.startswith("_")]
+    assert private == []
+
+
+def test_the_transformers_floor_is_one_number():
+    """The version the model code checks at import, the package's requirement and the stack `make test-floor` runs
+    the suite on name the same release line."""
+    pyproject = open(os.path.join(REPO_ROOT, "pyproject.toml")).read()
+    assert re.findall(r'"transformers>=([^,"]+)', pyproject) == [MIN_TRANSFORMERS]
+    floor = open(os.path.join(REPO_ROOT, "requirements-floor.txt")).read()
+    pinned = re.search(r"^transformers==(\S+)$", floor, re.M).group(1)
+    assert pinned.split(".")[:2] == MIN_TRANSFORMERS.split(".")

@@ -10,7 +10,7 @@ import textwrap
 import datasets
 import pytest
 import torch
-from conftest import REPO_ROOT, build_tiny_tokenizer, tiny_bert_config
+from conftest import REPO_ROOT, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
 from safetensors.torch import load_file
 from transformers import BertModel, TrainerCallback
 
@@ -221,7 +221,7 @@ def test_every_checkpoint_and_the_final_folder_load_in_a_fresh_process(full_run,
     folders = [out] + sorted(os.path.join(out, d) for d in os.listdir(out) if d.startswith("checkpoint-"))
     assert len(folders) == 3
     # A cwd outside the repo: the code must come from the folders themselves, not from this checkout.
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"), "PYTHONPATH": ""}
+    env = env_without_this_repo(HF_HUB_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
     result = subprocess.run(
         [sys.executable, "-c", LOAD_SCRIPT, *folders], capture_output=True, text=True, cwd=tmp_path, env=env,
         timeout=300,
