@@ -122,9 +122,11 @@ class PiiNerCharCNN(nn.Module):
         if bool(short.all()) or not bool(short.any()):
             features = self._encode(words, lengths, weight, bias)
         else:
-            features = words.new_zeros(words.shape[0], self.output_dim, dtype=self.embedding.weight.dtype)
-            features[short] = self._encode(words[short], lengths[short], weight, bias)
-            features[~short] = self._encode(words[~short], lengths[~short], weight, bias)
+            short_features = self._encode(words[short], lengths[short], weight, bias)
+            long_features = self._encode(words[~short], lengths[~short], weight, bias)
+            # The dtype the convolution gave (bf16 under autocast), not the parameters' own.
+            features = short_features.new_empty(words.shape[0], self.output_dim)
+            features[short], features[~short] = short_features, long_features
         return self.dropout(features[inverse])
 
     def _encode(self, words: torch.LongTensor, lengths: torch.LongTensor, weight: torch.Tensor,

@@ -223,9 +223,15 @@ def test_return_dict_false_gives_tuples():
     assert hidden.shape == (3, 9, 32)
 
 
-def test_crf_runs_in_float32_under_bf16_autocast():
+@pytest.mark.parametrize("long_word", [False, True], ids=["short-words", "short-and-long-words"])
+def test_crf_runs_in_float32_under_bf16_autocast(long_word):
+    """`--bf16 true` training: the encoder and char CNN in bf16, the CRF in float32. A batch whose words are all short
+    and one with a word longer than the char CNN's short-word width (its two-size path) both train."""
     model = make_model(tiny_bert_config()).train()
-    inputs, labels = make_batch()
+    inputs, labels = make_batch(chars=24)
+    inputs["char_ids"][:, :, 7:] = 0
+    if long_word:
+        inputs["char_ids"][0, 2] = torch.arange(1, 25)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = model(**inputs, labels=labels)
     assert out.loss.dtype == torch.float32 and torch.isfinite(out.loss)
