@@ -16,6 +16,7 @@ import os
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from piiner.configuration_piiner import MIN_TRANSFORMERS
 from piiner.data_prep.sources import SOURCES
 from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS, TIER_TYPES
 
@@ -182,7 +183,7 @@ def _usage(repo_id, revision):
     repo = repo_id or "<org>/<repo>"
     rev = revision or "<commit sha>"
     return f"""Pin a revision: `trust_remote_code=True` runs the Python files of the repository, so pinning a commit
-pins the code you reviewed together with the weights.
+pins the code you reviewed together with the weights. The code needs `transformers>={MIN_TRANSFORMERS}`.
 
 ```python
 from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
