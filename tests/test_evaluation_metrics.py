@@ -2,7 +2,7 @@
 
 import pytest
 
-from piiner.evaluation.metrics import span_metrics
+from piiner.evaluation.metrics import RELAXED_SCHEMES, relaxed_matches, span_metrics
 
 
 def test_perfect_match_with_tuples_and_dicts_mixed():
@@ -96,3 +96,25 @@ def test_bad_spans_raise_naming_the_problem(bad, message):
 def test_misaligned_lists_raise():
     with pytest.raises(ValueError, match="aligned"):
         span_metrics([[], []], [[]])
+
+
+def test_relaxed_matches_say_where_the_strict_misses_go():
+    gold = [[(0, 10, "ORGANIZATION"), (20, 30, "LOCATION")], [(0, 5, "PERSON")]]
+    pred = [[(0, 12, "ORGANIZATION"), (20, 30, "ORGANIZATION")], [(40, 45, "PERSON")]]
+    relaxed = relaxed_matches(gold, pred)
+    assert set(relaxed) == set(RELAXED_SCHEMES)
+    strict = relaxed["strict"]
+    assert (strict["correct"], strict["incorrect"], strict["missed"], strict["spurious"]) == (0, 2, 1, 1)
+    assert span_metrics(gold, pred)["overall"]["tp"] == 0
+    assert relaxed["ent_type"]["correct"] == 1  # the organization, one boundary off
+    assert relaxed["exact"]["correct"] == 1  # the place typed as an organization
+    assert relaxed["partial"]["correct"] == 1 and relaxed["partial"]["partial"] == 1
+
+
+def test_relaxed_matches_read_end_offsets_as_exclusive_and_keep_only_scored_types():
+    # Touching spans share no character: no overlap, under any scheme.
+    touching = relaxed_matches([[(0, 5, "PERSON")]], [[(5, 10, "PERSON")]])
+    assert touching["ent_type"]["correct"] == 0 and touching["ent_type"]["missed"] == 1
+    only_people = relaxed_matches([[(0, 5, "PERSON"), (10, 20, "EMAIL")]], [[(0, 5, "PERSON")]], types={"PERSON"})
+    assert only_people["strict"]["correct"] == 1 and only_people["strict"]["missed"] == 0
+    assert relaxed_matches([[]], [[]]) == {}

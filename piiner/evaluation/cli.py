@@ -26,7 +26,7 @@ from piiner.evaluation.data import (
     read_jsonl,
     select_rows,
 )
-from piiner.evaluation.metrics import span_metrics, unscored_spans
+from piiner.evaluation.metrics import relaxed_matches, span_metrics, unscored_spans
 from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
 from piiner.pii_schema import TIER_OF
@@ -100,6 +100,7 @@ def _run_predictor(args, texts):
 def score(rows, gold, pred, types):
     """``span_metrics`` of all rows, plus the overall scores of each source when the rows mix several."""
     report = span_metrics(gold, pred, types=types)
+    report["relaxed"] = relaxed_matches(gold, pred, types=types)
     if types:
         report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types,
                                             [r.get("labelled_types") for r in rows],

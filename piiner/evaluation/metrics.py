@@ -113,6 +113,42 @@ def span_metrics(gold, pred, types=None):
     return {"overall": scores(*total(list(counts.values()))), "per_type": per_type, "per_tier": per_tier}
 
 
+RELAXED_SCHEMES = {
+    "ent_type": "right type, any overlap",
+    "exact": "right boundaries, any type",
+    "partial": "exact boundaries count whole, overlapping ones half; type ignored",
+    "strict": "right boundaries and type",
+}
+
+
+def relaxed_matches(gold, pred, types=None):
+    """Where the strict misses go, by the four matching schemes of SemEval-2013 task 9.1 (nervaluate): a span with the
+    right type but other boundaries counts under ``ent_type``, one with the right boundaries but another type under
+    ``exact``. Corpora disagree on boundaries ("Union Bank" + "California" against "Union Bank of California"),
+    which strict matching cannot tell from a miss.
+
+    Returns:
+        ``{scheme: {precision, recall, f1, correct, incorrect, partial, missed, spurious}}`` for RELAXED_SCHEMES;
+        an empty dict when neither side has a span.
+    """
+    from nervaluate import Evaluator
+
+    keep = None if types is None else set(types)
+
+    def as_dicts(spans_per_text, side):
+        # nervaluate reads offsets as inclusive, so a span ending where the next starts must end one before.
+        return [[{"label": t, "start": a, "end": b - 1} for a, b, t in to_spans(spans, f"{side} text {i}")
+                 if keep is None or t in keep] for i, spans in enumerate(spans_per_text)]
+
+    true, found = as_dicts(gold, "gold"), as_dicts(pred, "pred")
+    labels = sorted({s["label"] for text in true + found for s in text})
+    if not labels:
+        return {}
+    overall = Evaluator(true, found, tags=labels, loader="dict").evaluate()["overall"]
+    fields = ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious")
+    return {scheme: {f: getattr(overall[scheme], f) for f in fields} for scheme in RELAXED_SCHEMES}
+
+
 def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None):
     """What a system emits that a score restricted to `types` cannot judge: a corpus labelled for persons, places
     and organizations says neither yes nor no to a date or a password predicted in it. A span counts when its type

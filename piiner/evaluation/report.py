@@ -81,6 +81,15 @@ def type_table(report, tier_of=None):
     return _table(header, rows)
 
 
+def relaxed_table(report):
+    from piiner.evaluation.metrics import RELAXED_SCHEMES
+
+    fields = ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious")
+    rows = [[scheme, meaning, *(_num(report["relaxed"][scheme][f]) for f in fields)]
+            for scheme, meaning in RELAXED_SCHEMES.items()]
+    return _table(("scheme", "counts as a match", *fields), rows)
+
+
 def format_markdown(report, title=None):
     """The report as markdown: overall, per tier (with recall targets), per type, throughput, dropped spans."""
     from piiner.pii_schema import TIER_OF
@@ -100,6 +109,8 @@ def format_markdown(report, title=None):
         parts += ["### Compared on the same rows", compare_table(report, name)]
     if report.get("per_source"):
         parts += ["### Per source", source_table(report)]
+    if report.get("relaxed"):
+        parts += ["### Relaxed matches (where the strict misses go)", relaxed_table(report)]
     parts += ["### Per tier", tier_table(report)]
     parts += ["### Per type", type_table(report, TIER_OF)]
     u = report.get("unscored")
