@@ -211,3 +211,7 @@ def main(argv=None):
 
 
 __all__ = ["evaluate", "main", "run"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

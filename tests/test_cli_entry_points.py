@@ -1,0 +1,22 @@
+"""Every command-line module answers when run as a module (`python -m piiner.<part>.cli`), as its package does."""
+
+import glob
+import os
+import runpy
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+
+CLI_MODULES = sorted(
+    os.path.relpath(path, REPO_ROOT)[:-3].replace(os.sep, ".") for path in glob.glob(f"{REPO_ROOT}/piiner/*/cli.py")
+)
+
+
+@pytest.mark.parametrize("module", CLI_MODULES)
+def test_cli_module_run_as_main_prints_its_usage(module, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", [module, "--help"])
+    with pytest.raises(SystemExit) as stopped:
+        runpy.run_module(module, run_name="__main__")
+    assert stopped.value.code == 0
+    assert "usage:" in capsys.readouterr().out
