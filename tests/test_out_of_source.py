@@ -30,6 +30,19 @@ def test_table_puts_out_of_source_beside_in_source_and_baselines(tmp_path, capsy
                          "| gum | 83 | 0.550 (0.550 / 0.550) | - | - | - | - |"]
 
 
+def test_table_reads_a_relaxed_scheme_and_marks_reports_without_it(tmp_path, capsys):
+    relaxed = dict(_report(0.44, 121, {"presidio": 0.2}),
+                   relaxed={"ent_type": {"precision": 0.52, "recall": 0.65, "f1": 0.58}})
+    relaxed["compare"]["presidio"]["relaxed"] = {"ent_type": {"f1": 0.3}}
+    (tmp_path / "eval_sec_filings.json").write_text(json.dumps(relaxed))
+    (tmp_path / "eval_btc.json").write_text(json.dumps(_report(0.7, 948)))  # written before relaxed matching
+    main(["table", str(tmp_path), "--scheme", "ent_type"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| source | texts | piiner out of source F1 (right type, any overlap) |")
+    assert lines[2:] == ["| btc | 948 | - | - | - | - |",
+                         "| sec_filings | 121 | 0.580 (0.520 / 0.650) | 0.300 | - | - |"]
+
+
 def test_table_skips_files_that_are_not_reports(tmp_path, capsys):
     (tmp_path / "eval_btc.json").write_text(json.dumps(_report(0.7, 948)))
     (tmp_path / "eval_results.json").write_text(json.dumps({"eval_loss": 1.0}))  # what the Trainer writes

@@ -28,6 +28,7 @@ import sys
 
 from piiner.data_prep.build import build
 from piiner.data_prep.sources.conll import NER_LABELLED_TYPES
+from piiner.evaluation.metrics import RELAXED_SCHEMES
 
 # What a source's people labelled: scored on those types alone (a NER corpus says nothing about emails).
 SCORED_TYPES = {name: NER_LABELLED_TYPES for name in ("wnut17", "btc", "wikigold", "sec_filings", "uner_ewt")}
@@ -124,9 +125,20 @@ def ablation(args):
                 json.dump({"variant": variant, "flags": flags, "held_out": held_out, "seed": seed}, f)
 
 
-def _f1(report, system=None):
-    scores = report["compare"][system]["overall"] if system else report["overall"]
-    return scores["f1"]
+def _scores(report, system=None, scheme="strict"):
+    """A report's overall scores (a baseline's, with `system`) under a matching scheme: strict, or one of
+    `RELAXED_SCHEMES`; None for a report written before the relaxed schemes were."""
+    scores = report["compare"][system] if system else report
+    return scores["overall"] if scheme == "strict" else (scores.get("relaxed") or {}).get(scheme)
+
+
+def _f1(report, system=None, scheme="strict"):
+    scores = _scores(report, system, scheme)
+    return None if scores is None else scores["f1"]
+
+
+def _cell(value):
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _reports(folder, prefix="eval_"):
@@ -153,17 +165,20 @@ def table(args):
             path = os.path.join(args.in_source, f"eval_{source}.json")
             if os.path.isfile(path):
                 with open(path) as f:
-                    in_source = [f"{_f1(json.load(f)):.3f}"]
+                    in_source = [_cell(_f1(json.load(f), scheme=args.scheme))]
             else:
                 in_source = ["-"]
         compare = report.get("compare") or {}
-        o = report["overall"]
-        cells = [source, f"{report['meta']['n_texts']:,}", f"{o['f1']:.3f} ({o['precision']:.3f} / {o['recall']:.3f})",
-                 *in_source, *(f"{_f1(report, system):.3f}" if system in compare else "-"
+        o = _scores(report, scheme=args.scheme)
+        cells = [source, f"{report['meta']['n_texts']:,}",
+                 "-" if o is None else f"{o['f1']:.3f} ({o['precision']:.3f} / {o['recall']:.3f})",
+                 *in_source, *(_cell(_f1(report, system, args.scheme)) if system in compare else "-"
                                for system in BASELINES)]
         rows.append("| " + " | ".join(cells) + " |")
     columns = ["source", "texts", args.label, *(["piiner in source F1"] if args.in_source else []),
                *BASELINES.values()]
+    if args.scheme != "strict":
+        columns = [c.replace("F1", f"F1 ({RELAXED_SCHEMES[args.scheme]})") for c in columns]
     header = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     print("\n".join(header + rows))
 
@@ -243,6 +258,9 @@ def parser():
     t = sub.add_parser("table", help="print the reports of a folder as a markdown table")
     t.add_argument("folder")
     t.add_argument("--in-source", help="a folder with eval_<source>.json reports of a model trained on everything")
+    t.add_argument("--scheme", default="strict", choices=list(RELAXED_SCHEMES),
+                   help="span matching: strict (default) or a relaxed scheme of the reports "
+                        f"({'; '.join(f'{k}: {v}' for k, v in RELAXED_SCHEMES.items())})")
     u = sub.add_parser("unscored-table", help="print, per source, the spans of types its gold does not score "
                        "(per 1,000 words, every system)")
     u.add_argument("folder")
