@@ -4,6 +4,7 @@ Both use the same backbone and the same batch (default: the packaged MiniLM, 16 
 adds the char CNN, the gated fusion and the CRF; the target is an overhead of at most 20%.
 
     python benchmarks/bench_train_step.py [--backbone embedded:all-MiniLM-L6-v2] [--batch 16] [--length 128] [--steps 5]
+    python benchmarks/bench_train_step.py --device cuda [--bf16]     # on a GPU; bf16 autocast as `--bf16 true` trains
 
 Prints a markdown table. Timings on a shared machine vary: run it on an idle one and say so when quoting it.
 """
@@ -48,19 +49,30 @@ def make_batch(tokenizer, config, batch, length):
 
 
 class StepTimer:
-    """One model + batch + AdamW; `step()` times one training step."""
+    """One model + batch + AdamW on a device; `step()` times one training step (bf16 autocast when asked, as the
+    Trainer's `--bf16 true` runs it; the GPU's queue drained before and after)."""
 
-    def __init__(self, name, model, inputs):
-        self.name, self.model, self.inputs = name, model, inputs
+    def __init__(self, name, model, inputs, device="cpu", bf16=False):
+        self.device, self.bf16 = torch.device(device), bf16
+        self.name, self.model = name, model.to(self.device)
+        self.inputs = {k: v.to(self.device) for k, v in inputs.items()}
         self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
         self.times = []
 
+    def _sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
     def step(self, record=True):
         self.model.train()
+        self._sync()
         start = time.perf_counter()
-        self.model(**self.inputs).loss.backward()
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            loss = self.model(**self.inputs).loss
+        loss.backward()
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
+        self._sync()
         if record:
             self.times.append(time.perf_counter() - start)
 
@@ -93,6 +105,8 @@ def main():
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default: cpu)")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast, as training with --bf16 true")
     args = parser.parse_args()
     path, tokenizer, piiner = untrained_piiner(args.backbone, args.threads)
     batch = make_batch(tokenizer, piiner.config, args.batch, args.length)
@@ -102,17 +116,19 @@ def main():
     plain = AutoModelForTokenClassification.from_pretrained(path, num_labels=len(LABEL2ID))
     without_chars = {k: v for k, v in batch.items() if k != "char_ids"}
     weighted = {**batch, "label_weights": token_weights(batch["labels"], table)}
+    on = dict(device=args.device, bf16=args.bf16)
     timers = [
-        StepTimer("plain AutoModelForTokenClassification (softmax CE)", plain, without_chars),
-        StepTimer("piiner without char ids (encoder + CRF NLL)", piiner, without_chars),
-        StepTimer("piiner (char CNN + fusion + CRF NLL)", piiner, batch),
-        StepTimer("piiner as train.py runs it (+ tier-weighted token NLL)", piiner, weighted),
+        StepTimer("plain AutoModelForTokenClassification (softmax CE)", plain, without_chars, **on),
+        StepTimer("piiner without char ids (encoder + CRF NLL)", piiner, without_chars, **on),
+        StepTimer("piiner (char CNN + fusion + CRF NLL)", piiner, batch, **on),
+        StepTimer("piiner as train.py runs it (+ tier-weighted token NLL)", piiner, weighted, **on),
     ]
     run_interleaved(timers, args.steps)
     rows = [(t.name, min(t.times), statistics.median(t.times)) for t in timers]
 
     base = rows[0][1]
     print(f"\nbackbone {args.backbone}, batch {tuple(batch['input_ids'].shape)}, {n_tokens} real tokens, "
+          f"device {args.device}{' (bf16 autocast)' if args.bf16 else ''}, "
           f"torch threads {torch.get_num_threads()}, {args.steps} interleaved steps each, load average "
           f"{os.getloadavg()[0]:.1f}\n")
     print("| model | s/step (min) | s/step (median) | tokens/s (min) | overhead vs plain (min) |")
