@@ -119,6 +119,8 @@ RELAXED_SCHEMES = {
     "partial": "exact boundaries count whole, overlapping ones half; type ignored",
     "strict": "right boundaries and type",
 }
+# What `relaxed_matches` gives for each scheme (nervaluate's counts and scores).
+RELAXED_FIELDS = ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious")
 
 
 def relaxed_matches(gold, pred, types=None):
@@ -145,8 +147,7 @@ def relaxed_matches(gold, pred, types=None):
     if not labels:
         return {}
     overall = Evaluator(true, found, tags=labels, loader="dict").evaluate()["overall"]
-    fields = ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious")
-    return {scheme: {f: getattr(overall[scheme], f) for f in fields} for scheme in RELAXED_SCHEMES}
+    return {scheme: {f: getattr(overall[scheme], f) for f in RELAXED_FIELDS} for scheme in RELAXED_SCHEMES}
 
 
 def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None):

@@ -82,12 +82,11 @@ def type_table(report, tier_of=None):
 
 
 def relaxed_table(report):
-    from piiner.evaluation.metrics import RELAXED_SCHEMES
+    from piiner.evaluation.metrics import RELAXED_FIELDS, RELAXED_SCHEMES
 
-    fields = ("precision", "recall", "f1", "correct", "incorrect", "partial", "missed", "spurious")
-    rows = [[scheme, meaning, *(_num(report["relaxed"][scheme][f]) for f in fields)]
+    rows = [[scheme, meaning, *(_num(report["relaxed"][scheme][f]) for f in RELAXED_FIELDS)]
             for scheme, meaning in RELAXED_SCHEMES.items()]
-    return _table(("scheme", "counts as a match", *fields), rows)
+    return _table(("scheme", "counts as a match", *RELAXED_FIELDS), rows)
 
 
 def format_markdown(report, title=None):
