@@ -11,12 +11,11 @@ import sys
 import pytest
 import torch
 from conftest import REPO_ROOT, build_tiny_tokenizer, tiny_bert_config
+from test_modeling import make_model, perturbed
 from test_train import train_argv, write_run_inputs
 from transformers import pipeline
 
-from piiner.configuration_piiner import PiiNerConfig
 from piiner.encoding_piiner import encode_texts
-from piiner.modeling_piiner import PiiNerForTokenClassification
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -24,13 +23,9 @@ TEXTS = ["call john smith at 555-010-4477", "my ssn is 123-45-6789 and email joh
          "the extraordinarilylongusername wrote at 3:14"]
 
 
-def tiny_model(seed=0):
-    torch.manual_seed(seed)
-    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
-    with torch.no_grad():  # away from the initial values, so the tags are not all one label
-        for param in model.parameters():
-            param.add_(torch.randn_like(param) * 0.5)
-    return model.eval()
+def tiny_model():
+    """A tiny random tagger moved away from its initial values, so its tags are not all one label."""
+    return perturbed(make_model(tiny_bert_config())).eval()
 
 
 def encoded(model, texts):
