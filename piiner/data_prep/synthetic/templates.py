@@ -727,7 +727,16 @@ MORE_TRAINING = {
     "SSN": ["SSN <SSN> / DOB <DATE_OF_BIRTH> / <neg:amount> owed"],
     "CREDIT_CARD": ["card was <CREDIT_CARD> and the total was <neg:amount>",
                     "the card ending <CREDIT_CARD> got charged two times for <neg:amount>"],
-    "BANK_ACCOUNT": ["Account <BANK_ACCOUNT> was charged a <neg:amount> overdraft fee."],
+    # A bank account beside another identifier's word (wages, a tax refund, a claim, a customer number): the
+    # account word, not its neighbour, decides the type.
+    "BANK_ACCOUNT": ["Account <BANK_ACCOUNT> was charged a <neg:amount> overdraft fee.",
+                     "Employee <EMPLOYEE_ID>: salary paid into checking account <BANK_ACCOUNT>.",
+                     "Direct deposit of wages -> bank acct <BANK_ACCOUNT>",
+                     "Refund deposited to acct <BANK_ACCOUNT>; TIN <TAX_ID> on the return.",
+                     "The claim payout goes to the member's bank account <BANK_ACCOUNT> (policy <INSURANCE_NUMBER>).",
+                     "deposit account no. <BANK_ACCOUNT>",
+                     "Pension paid monthly into savings acct <BANK_ACCOUNT>.",
+                     "Customer <ACCOUNT_NUMBER> linked bank account <BANK_ACCOUNT> for autopay."],
     "HEALTH_CONDITION": ["Hx of <HEALTH_CONDITION>, on <neg:clinical> meds, <neg:lab>"],
     "STREET_ADDRESS": ["ADDRESS: <STREET_ADDRESS>\nPHONE: <PHONE>", "shipping to <STREET_ADDRESS> this time"],
     "EMAIL": ["EMAIL: <EMAIL>", "pls email <EMAIL> not my work one"],
