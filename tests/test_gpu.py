@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ from test_train import train_argv, write_run_inputs
 from transformers import pipeline
 
 from piiner.encoding_piiner import encode_texts
+from piiner.training.trainer import first_non_finite
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -57,6 +59,26 @@ def test_bf16_training_steps_on_cuda_stay_finite():
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+
+
+def test_the_non_finite_check_reads_the_device_once_a_step():
+    """The guard runs after every backward: with all gradients finite it may wait for the GPU once, not once per
+    parameter group (here one group per tensor, the worst case)."""
+    model = tiny_model().cuda().train()
+    inputs = {k: v.cuda() for k, v in encoded(model, TEXTS).items()}
+    labels = torch.where(inputs["char_ids"].any(-1) & inputs["attention_mask"].bool(), 0, -100)
+    model(**inputs, labels=labels).loss.backward()
+    groups = [{"params": [p], "names": [n], "component": n.split(".")[0]} for n, p in model.named_parameters()]
+    optimizer = torch.optim.AdamW(groups)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert first_non_finite(optimizer, "grad") is None
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert len([w for w in caught if "synchroniz" in str(w.message)]) == 1
 
 
 def test_pipeline_on_cuda_finds_the_cpu_entities(tmp_path):

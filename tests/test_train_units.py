@@ -241,6 +241,14 @@ def test_non_finite_parameter_is_reported_with_its_component(tmp_path):
     with torch.no_grad():
         model.piiner.fusion.gate.bias[3] = float("inf")
     assert first_non_finite(optimizer, "param") == ("char", "piiner.fusion.gate.bias")
+    # Gradients: parameters without one are skipped, and the name is still the bad tensor's, in a later group.
+    named = dict(model.named_parameters())
+    named["piiner.fusion.gate.bias"].grad = torch.zeros_like(named["piiner.fusion.gate.bias"])
+    named["classifier.weight"].grad = torch.zeros_like(named["classifier.weight"])
+    named["classifier.bias"].grad = torch.full_like(named["classifier.bias"], float("nan"))
+    assert first_non_finite(optimizer, "grad") == ("head", "classifier.bias")
+    named["classifier.bias"].grad.zero_()
+    assert first_non_finite(optimizer, "grad") is None
 
 
 def test_deberta_backbone_gets_adam_epsilon_one_unless_set(tmp_path):

@@ -193,17 +193,23 @@ class PiiNerTrainer(Trainer):
 def first_non_finite(optimizer, what):
     """``(component, parameter name)`` of the first non-finite gradient (`what="grad"`) or value ("param"), or None.
 
-    One reduction per parameter group, so the check costs a few small kernels per step.
+    One norm per tensor, all groups' norms checked together: when everything is finite, which is every step but
+    the last, the check reads one boolean back from the device (on a GPU, one synchronisation a step).
     """
+    groups, norms = [], []
     for group in optimizer.param_groups:
-        tensors = [p.grad if what == "grad" else p for p in group["params"]]
-        tensors = [t.detach() for t in tensors if t is not None]
-        if not tensors:
-            continue
-        norms = torch.stack(torch._foreach_norm(tensors))
-        if bool(torch.isfinite(norms).all()):
-            continue
-        bad = int((~torch.isfinite(norms)).nonzero()[0])
-        named = [n for n, p in zip(group["names"], group["params"]) if (p.grad if what == "grad" else p) is not None]
-        return group["component"], named[bad]
-    return None
+        named = [(n, p.grad if what == "grad" else p) for n, p in zip(group["names"], group["params"])]
+        named = [(n, t.detach()) for n, t in named if t is not None]
+        if named:
+            groups.append((group["component"], [n for n, _ in named]))
+            norms.append(torch.stack(torch._foreach_norm([t for _, t in named])).float())
+    if not norms:
+        return None
+    finite = torch.isfinite(torch.cat(norms))
+    if bool(finite.all()):
+        return None
+    bad = int((~finite).nonzero()[0])
+    for component, names in groups:
+        if bad < len(names):
+            return component, names[bad]
+        bad -= len(names)
