@@ -76,3 +76,19 @@ def test_unicode_line_breaks_and_lone_surrogates_stay_inside_one_output_line():
         assert len(text.splitlines()) == 1
         record = json.loads(text)
         assert record["text"][record["entities"][0]["start"]:record["entities"][0]["end"]] == "a@b.com"
+
+
+@pytest.mark.parametrize("name, fmt, expected, failed", [
+    ("notes.txt", "text", [{"redacted_text": "", "entities": []}], 0),  # a document with nothing in it
+    ("records.json", "json", [{"line": 1, "error": "not valid JSON (Expecting value: line 1 column 1 (char 0)); skipped"}], 1),
+    ("records.jsonl", "jsonl", [], 0),  # no lines, no records
+])
+def test_an_empty_file_is_read_as_the_format_its_name_says(tmp_path, name, fmt, expected, failed):
+    """An empty .txt file was reported as zero JSONL lines, and an empty .json file passed as valid."""
+    path = tmp_path / name
+    path.write_bytes(b"")
+    out = io.BytesIO()
+    with open(path, "rb") as stream:
+        summary = redact_stream(stream, out, Redactor(RegexDetector()), path=str(path))
+    assert summary.fmt == fmt and summary.failed == failed
+    assert [json.loads(x) for x in out.getvalue().splitlines()] == expected

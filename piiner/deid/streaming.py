@@ -170,18 +170,18 @@ def redact_stream(in_stream, out_stream, redactor, fmt="auto", text_field="text"
     try:
         lines = iter(in_stream)
         first = next(lines, None)
-        if first is None:
-            return summary
         if fmt == "auto":
-            fmt = sniff_format(path, first.strip())
+            fmt = sniff_format(path, (first or b"").strip())
         summary.fmt = fmt
-        if fmt in ("json", "text"):
-            content = first + in_stream.read()
+        if fmt in ("json", "text"):  # read whole: an empty .txt is one empty document, an empty .json invalid JSON
+            content = (first or b"") + in_stream.read()
             bar.update(len(content))
             records = whole_input_records(content, fmt, text_field)
             summary.lines = len(records)
             for start in range(0, len(records), batch_size):
                 sink.flush(records[start:start + batch_size], fmt)
+            return summary
+        if first is None:
             return summary
         for line_no, raw in enumerate(_chain(first, lines), start=1):
             summary.lines += 1
