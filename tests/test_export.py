@@ -269,3 +269,19 @@ def test_finder_runs_the_text_side_on_one_torch_thread_and_restores_the_setting(
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["predict", "{tmp}/missing", "--data", "{tmp}/texts.jsonl", "--out", "{tmp}/p.jsonl"], "no ONNX graph at {tmp}/missing"),
+    (["predict", "{onnx}", "--data", "{tmp}/absent.jsonl", "--out", "{tmp}/p.jsonl"], "{tmp}/absent.jsonl"),
+    (["batch-check", "{onnx}", "--file", "model.fp16.onnx", "--data", "{tmp}/texts.jsonl"], "model.fp16.onnx"),
+])
+def test_commands_name_a_missing_graph_or_data_without_a_traceback(exported, tmp_path, capsys, argv, named):
+    from piiner.export.cli import main
+
+    _, _, _, onnx_dir = exported
+    (tmp_path / "texts.jsonl").write_text('{"text": "call 555-0100", "spans": []}\n')
+    fill = {"tmp": str(tmp_path), "onnx": str(onnx_dir)}
+    assert main([a.format(**fill) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("piiner-export: error: ") and named.format(**fill) in err and "Traceback" not in err

@@ -144,7 +144,7 @@ def main(argv=None):
     ]
     try:
         return handler(args) or 0
-    except SnapshotError as error:
+    except (SnapshotError, FileNotFoundError, NotADirectoryError, ValueError) as error:  # a path or data given
         print(f"piiner-export: error: {error}", file=sys.stderr)
         return 2
 
