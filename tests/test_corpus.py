@@ -9,6 +9,7 @@ import pytest
 
 import piiner.corpus.job as job_module
 from piiner.corpus import RedactorSpec, redact_corpus
+from piiner.corpus.shards import CorpusError
 from piiner.corpus.cli import main as corpus_main
 from piiner.deid.cli import main as redact_main
 
@@ -155,3 +156,44 @@ def test_a_worker_gives_freed_activation_memory_back_so_its_memory_does_not_grow
     given_back = float(subprocess.run([sys.executable, "-c", HEAP_PROBE], capture_output=True, text=True,
                                       check=True).stdout)
     assert given_back > 90, f"of 100 MB freed, {given_back:.0f} MB went back to the system"
+
+
+def listing(folder):
+    return sorted((os.path.relpath(os.path.join(root, n), folder), os.path.getsize(os.path.join(root, n)))
+                  for root, _, names in os.walk(folder) for n in names)
+
+
+def test_an_output_folder_inside_the_input_or_holding_other_files_is_refused_and_left_as_it_was(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus")
+    before = listing(corpus)
+    with pytest.raises(CorpusError, match="inside the input"):
+        redact_corpus(corpus, corpus / "redacted", SPEC)
+    with pytest.raises(CorpusError, match="inside the input"):
+        redact_corpus(corpus, corpus, SPEC)
+    assert listing(corpus) == before
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "part-00000.jsonl").write_text("my own file\n")
+    with pytest.raises(CorpusError, match="no _done"):
+        redact_corpus(corpus, mine, SPEC)
+    assert listing(mine) == [("part-00000.jsonl", 12)]
+
+
+def test_a_job_started_again_over_other_shards_is_refused_and_one_killed_before_its_first_shard_resumes(
+        tmp_path, monkeypatch):
+    corpus = write_corpus(tmp_path / "corpus")
+    redact_corpus(corpus, tmp_path / "out", SPEC, rows_per_shard=3)
+    before = listing(tmp_path / "out")
+    with pytest.raises(CorpusError, match="another job's output: its part-00000 was .*a.jsonl rows \\[0, 3\\], this job.s is .*a.jsonl rows \\[0, 2\\]"):
+        redact_corpus(corpus, tmp_path / "out", SPEC, rows_per_shard=2)  # other rows under the same shard names
+    assert listing(tmp_path / "out") == before
+    assert redact_corpus(corpus, tmp_path / "out", SPEC, rows_per_shard=3)["shards_skipped_as_done"] > 0
+
+    def killed(shard, text_field):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(job_module, "read_shard", killed)
+    with pytest.raises(KeyboardInterrupt):
+        redact_corpus(corpus, tmp_path / "again", SPEC)
+    monkeypatch.undo()
+    assert redact_corpus(corpus, tmp_path / "again", SPEC)["records"] == redact_corpus(corpus, tmp_path / "o3", SPEC)["records"]

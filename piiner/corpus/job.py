@@ -9,6 +9,9 @@ Output folder:
   again skips it (a shard half-written when the job was killed is written again from the start);
 - ``summary.json``: the counts of the whole job, failures by reason.
 
+The folder must lie outside the input and be new, empty or a job's own (``_done/`` is made first); a job started
+again over other input, or cut into shards differently, is refused rather than skipping shards it never ran.
+
 Engines: ``datasets`` runs shards in `num_proc` worker processes on this machine, each loading the model once;
 ``ray`` runs the shard list through Ray Data (`map_batches` over an actor pool of `num_proc` actors, each loading
 the model once for the whole job and running shards as the local workers do), so it runs unchanged on a cluster
@@ -23,7 +26,7 @@ from collections import Counter
 
 from piiner.deid.streaming import StreamSummary, process_records
 
-from .shards import dumps, plan_shards, read_shard
+from .shards import CorpusError, dumps, plan_shards, read_shard
 
 _REDACTORS = {}  # one per worker process, built on first use
 
@@ -110,7 +113,8 @@ def write_shard(job, shard, outputs):
     rejects = [dict(out, reason=reason) for out, reason in outputs if reason]
     write_rows(rows, os.path.join(job.output, f"{shard.name}.{job.output_format}"), job.output_format)
     write_rows(rejects, os.path.join(job.output, "rejects", f"{shard.name}.jsonl"), "jsonl")
-    counts = {"shard": shard.name, "input": shard.path, "records": len(rows), "failed": len(rejects),
+    counts = {"shard": shard.name, "input": os.path.realpath(shard.path), "rows": [shard.start, shard.stop],
+              "records": len(rows), "failed": len(rejects),
               "failures": dict(Counter(reason for _, reason in outputs if reason)),
               "entities": sum(len(out.get("entities", ())) for out, reason in outputs if not reason)}
     _write_atomically(os.path.join(job.output, "_done", f"{shard.name}.json"), json.dumps(counts).encode())
@@ -145,7 +149,37 @@ def _write_atomically(path, data):
 
 
 def pending(job, shards):
-    return [s for s in shards if not os.path.exists(os.path.join(job.output, "_done", f"{s.name}.json"))]
+    """The shards without a done marker. A marker left by a job over other input (another file there, or its rows
+    cut into shards differently) is an error: skipping its shard would leave this job's records out."""
+    todo = []
+    for shard in shards:
+        marker = os.path.join(job.output, "_done", f"{shard.name}.json")
+        if not os.path.exists(marker):
+            todo.append(shard)
+            continue
+        with open(marker) as f:
+            done = json.load(f)
+        were = (os.path.realpath(done.get("input", "")), done.get("rows", [shard.start, shard.stop]))
+        now = (os.path.realpath(shard.path), [shard.start, shard.stop])
+        if were != now:
+            raise CorpusError(f"{job.output} holds another job's output: its {shard.name} was {were[0]} rows "
+                              f"{were[1]}, this job's is {now[0]} rows {now[1]}; give a new output folder (or the "
+                              "same input and --rows-per-shard to finish that job)")
+    return todo
+
+
+def check_output_folder(output, source):
+    """Refuse an output folder inside the input (a job started again would read its own output) or one holding
+    files no job wrote (they could be overwritten)."""
+    out = os.path.realpath(output)
+    if isinstance(source, (str, os.PathLike)):
+        inside = os.path.realpath(source)
+        if out == inside or out.startswith(inside.rstrip(os.sep) + os.sep):
+            raise CorpusError(f"output {output} is inside the input {os.fspath(source)}: a job started again would "
+                              "read its own output as input; give a folder outside it")
+    if os.path.isdir(out) and os.listdir(out) and not os.path.isdir(os.path.join(out, "_done")):
+        raise CorpusError(f"output {output} holds files and no piiner-corpus output (no _done/ folder); give an "
+                          "empty or new folder, so that nothing there is overwritten")
 
 
 def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_field="text", detect_only=False,
@@ -167,8 +201,9 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
         spec = dataclasses.replace(spec, device="cuda")
     job = Job(os.fspath(output), spec, text_field, detect_only, output_format)
     shards = plan_shards(source, rows_per_shard)
+    check_output_folder(job.output, source)
     todo = pending(job, shards)
-    os.makedirs(job.output, exist_ok=True)
+    os.makedirs(os.path.join(job.output, "_done"), exist_ok=True)  # first: marks the folder as this job's
     if todo:
         if engine == "datasets":
             from .engines import run_local
