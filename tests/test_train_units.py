@@ -43,6 +43,12 @@ def test_unknown_yaml_key_is_an_error_naming_it(tmp_path):
         parse_args(["--config", config])
 
 
+def test_a_yaml_file_that_does_not_parse_is_an_error_naming_file_and_line(tmp_path):
+    config = write_yaml(tmp_path, f"output_dir: {tmp_path}\nmax_steps: [1\n")
+    with pytest.raises(SystemExit, match=r"run.yaml is not valid YAML: .*line 3"):
+        parse_args(["--config", config])
+
+
 @pytest.mark.parametrize("line, key", [("max_steps: 6.7", "max_steps"), ("seed: true", "seed"),
                                        ("head_learning_rate: fast", "head_learning_rate"), ("bf16: 1", "bf16"),
                                        ("stride: null", "stride")])

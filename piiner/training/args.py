@@ -381,7 +381,10 @@ def read_yaml(config_path):
     if not os.path.isfile(config_path):
         raise SystemExit(f"config file not found: {config_path}")
     with open(config_path, encoding="utf-8") as f:
-        values = yaml.safe_load(f) or {}
+        try:
+            values = yaml.safe_load(f) or {}
+        except yaml.YAMLError as error:  # its message gives the line and column
+            raise SystemExit(f"{config_path} is not valid YAML: {' '.join(str(error).split())}") from None
     if not isinstance(values, dict):
         raise SystemExit(f"{config_path} must hold a mapping of argument names to values")
     annotations, choices = {}, {}
