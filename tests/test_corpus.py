@@ -197,3 +197,16 @@ def test_a_job_started_again_over_other_shards_is_refused_and_one_killed_before_
         redact_corpus(corpus, tmp_path / "again", SPEC)
     monkeypatch.undo()
     assert redact_corpus(corpus, tmp_path / "again", SPEC)["records"] == redact_corpus(corpus, tmp_path / "o3", SPEC)["records"]
+
+
+def test_a_job_that_cannot_run_says_so_before_the_model_loads(tmp_path, monkeypatch, capsys):
+    built, build = [], RedactorSpec.build
+    monkeypatch.setattr(RedactorSpec, "build", lambda spec: built.append(spec) or build(SPEC))  # the regex stands in
+    corpus = write_corpus(tmp_path / "corpus")
+    for input_, output, error in [(tmp_path / "nope", tmp_path / "o1", "does not exist"),
+                                  (corpus, corpus / "out", "inside the input")]:
+        assert corpus_main(["--input", str(input_), "--output", str(output), "--model", "some/model"]) == 2
+        assert error in capsys.readouterr().err and built == []  # named at once, no model loaded for it
+    assert not (tmp_path / "o1").exists()
+    assert corpus_main(["--input", str(corpus), "--output", str(tmp_path / "o2"), "--model", "some/model"]) == 1
+    assert len(built) == 1  # one process: the model loads once, for every shard

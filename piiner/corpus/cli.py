@@ -53,7 +53,6 @@ def main(argv=None):
                         types=tuple(args.types.split(",")) if args.types else None, min_tier=args.min_tier,
                         key=key, batch_size=args.batch_size, device=args.device)
     try:
-        spec.build() if args.engine == "datasets" and args.num_proc <= 1 else None  # bad settings fail here, once
         summary = redact_corpus(args.input, args.output, spec, engine=args.engine, num_proc=args.num_proc,
                                 text_field=args.text_field, detect_only=args.detect_only,
                                 rows_per_shard=args.rows_per_shard, output_format=args.output_format,

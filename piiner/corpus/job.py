@@ -203,6 +203,8 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
     shards = plan_shards(source, rows_per_shard)
     check_output_folder(job.output, source)
     todo = pending(job, shards)
+    if todo and engine == "datasets" and num_proc <= 1:
+        spec.cached()  # the shards run in this process: a model that does not load fails once, before any output
     os.makedirs(os.path.join(job.output, "_done"), exist_ok=True)  # first: marks the folder as this job's
     if todo:
         if engine == "datasets":
