@@ -370,3 +370,25 @@ def test_a_prediction_row_without_predictions_or_with_an_unknown_id_is_an_error(
     # Ids of rows left out by --source are known gold ids, not strays.
     other_source = _write_jsonl(tmp_path / "all.jsonl", [{"id": i, "spans": []} for i in ("a", "b", "c")])
     assert _run("--predictions", other_source, "--data", gold_file, "--source", "web")["meta"]["n_texts"] == 2
+
+
+def test_two_runs_compared_on_the_same_document_draws(tmp_path, capsys):
+    """Another run's saved predictions under --compare: its F1 beside this one's, each with its interval over the
+    gold's documents, and the paired interval of the difference."""
+    gold = [dict(GOLD[i % 3], id=str(i), group=f"doc{i // 3}") for i in range(30)]  # ten documents of three texts
+    old = [{"id": g["id"], "spans": g["spans"] if int(g["id"]) % 2 or int(g["id"]) > 20 else []} for g in gold]
+    new = [{"id": g["id"], "spans": g["spans"]} for g in gold]
+    gold_path = _write_jsonl(tmp_path / "gold.jsonl", gold)
+    old_path = _write_jsonl(tmp_path / "old.jsonl", old)
+    report = _run("--predictions", _write_jsonl(tmp_path / "new.jsonl", new), "--data", gold_path, "--label-map",
+                  "PER=PERSON", "--compare", old_path)
+    assert report["overall"]["f1"] == 1.0 and report["interval"]["documents"] == 10
+    assert report["interval"]["f1"] == [1.0, 1.0]
+    them = report["compare"][old_path]
+    assert them["overall"]["f1"] < 1.0 and them["interval"]["f1"][0] < them["overall"]["f1"] < them["interval"]["f1"][1]
+    low, high = them["interval"]["f1_minus_first"]
+    assert low <= high < 0  # worse on every draw of the same documents
+    printed = capsys.readouterr().out
+    assert "F1 95% interval over 10 documents" in printed and f"{low:+.3f} to {high:+.3f}" in printed
+    with pytest.raises(SystemExit, match="No such file.*missing.jsonl"):
+        _run("--predictions", old_path, "--data", gold_path, "--compare", str(tmp_path / "missing.jsonl"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from piiner.evaluation.metrics import RELAXED_SCHEMES, relaxed_matches, span_metrics
+from piiner.evaluation.metrics import RELAXED_SCHEMES, bootstrap_f1, relaxed_matches, span_metrics
 
 
 def test_perfect_match_with_tuples_and_dicts_mixed():
@@ -118,3 +118,40 @@ def test_relaxed_matches_read_end_offsets_as_exclusive_and_keep_only_scored_type
     only_people = relaxed_matches([[(0, 5, "PERSON"), (10, 20, "EMAIL")]], [[(0, 5, "PERSON")]], types={"PERSON"})
     assert only_people["strict"]["correct"] == 1 and only_people["strict"]["missed"] == 0
     assert relaxed_matches([[]], [[]]) == {}
+
+
+def test_bootstrap_interval_is_the_range_of_every_redraw_of_three_documents():
+    """Brute force: three documents give 27 equally likely redraws; with a 3.7% chance each, the 95% interval runs
+    from the lowest F1 of any redraw to the highest."""
+    import itertools
+
+    gold = [[(0, 4, "PERSON")], [(0, 4, "PERSON"), (5, 9, "LOCATION")], [(0, 3, "PERSON")], [(0, 2, "DATE")]]
+    pred = [[(0, 4, "PERSON")], [(0, 4, "PERSON"), (5, 8, "LOCATION")], [], [(0, 2, "DATE"), (3, 5, "DATE")]]
+    groups = ["a", "b", "b", "c"]  # the second and third texts are one document
+    per_doc = {}
+    for g, gold_spans, pred_spans in zip(groups, gold, pred):
+        m = span_metrics([gold_spans], [pred_spans])["overall"]
+        per_doc[g] = [x + y for x, y in zip(per_doc.get(g, [0, 0, 0]), (m["tp"], m["fp"], m["fn"]))]
+    f1s = []
+    for draw in itertools.product("abc", repeat=3):
+        tp, fp, fn = (sum(per_doc[d][k] for d in draw) for k in range(3))
+        f1s.append(2 * tp / (2 * tp + fp + fn))
+    result = bootstrap_f1(gold, [pred], groups, resamples=20_000)
+    assert result["documents"] == 3 and result["f1"][0] == pytest.approx([min(f1s), max(f1s)])
+    assert result["f1"][0][0] <= span_metrics(gold, pred)["overall"]["f1"] <= result["f1"][0][1]
+    # Read as four independent texts, the second and third are drawn apart: another interval.
+    assert bootstrap_f1(gold, [pred], resamples=20_000)["documents"] == 4
+
+
+def test_bootstrap_difference_is_paired_and_nothing_is_claimed_from_one_document():
+    gold = [[(0, 4, "PERSON")] for _ in range(30)]
+    half = [[(0, 4, "PERSON")] if i % 2 else [] for i in range(30)]
+    better = [[(0, 4, "PERSON")] if i % 2 or i % 3 == 0 else [] for i in range(30)]  # the same hits, and more
+    result = bootstrap_f1(gold, [half, half, better])
+    assert result["f1_minus_first"][0] is None and result["f1_minus_first"][1] == [0.0, 0.0]
+    assert result["f1_minus_first"][2][0] > 0  # better on the same draws, every time
+    assert result["f1"][0][0] < 2 / 3 < result["f1"][0][1]
+    one = bootstrap_f1(gold, [half], groups=["doc"] * 30)
+    assert one["documents"] == 1 and one["f1"] == [None]
+    with pytest.raises(ValueError, match="as many"):
+        bootstrap_f1(gold, [half[:29]])

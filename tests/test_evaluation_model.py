@@ -52,3 +52,24 @@ def test_predict_spans_gives_exact_offsets_inside_each_text(snapshot):
 def test_missing_model_folder_is_named(tmp_path):
     with pytest.raises(SystemExit, match="model folder not found"):
         evaluate_model.run(["--model", str(tmp_path / "nope"), "--data", str(tmp_path / "x.jsonl")])
+
+
+def test_a_source_scored_in_a_model_folder_keeps_its_predictions_there_and_out_of_a_push(snapshot, tmp_path):
+    """`make reference` scores each source into the model folder: the predictions go to _predictions/, where a
+    later run is compared with them, and a push to the Hub leaves them out (they hold the corpus's texts)."""
+    import shutil
+
+    from piiner.evaluation.out_of_source import evaluate_source
+    from piiner.training.hub import upload_plan
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(dict(r, source="web")) + "\n" for r in GOLD))
+    folder = tmp_path / "model"
+    shutil.copytree(snapshot, folder)
+    report = evaluate_source(str(folder), str(gold), "web", str(folder / "eval_web.json"), baselines=())
+    saved = [json.loads(line) for line in (folder / "_predictions" / "web.jsonl").read_text().splitlines()]
+    assert [row["id"] for row in saved] == ["0", "1", "2"] and report["interval"]["documents"] == 3
+    again = evaluate_model.run(["--predictions", str(folder / "_predictions" / "web.jsonl"), "--data", str(gold)])
+    assert again["overall"] == report["overall"]
+    pushed = dict(upload_plan(folder))
+    assert "eval_web.json" in pushed and not any(path.startswith("_predictions") for path in pushed)

@@ -105,3 +105,15 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
     assert capsys.readouterr().out.splitlines()[2] == "| no char CNN | 0.520 (0.500-0.540, 3 seeds) |"
     main(["table", str(tmp_path), "--prefix", "eval_variant_2_"])  # other seeds' runs are not sources
     assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 10 | 0.500 (0.500 / 0.500) | - | - | - |"]
+
+
+def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_one(tmp_path, capsys):
+    with_interval = dict(_report(0.41, 121), interval={"level": 0.95, "resamples": 1000, "documents": 3,
+                                                       "f1": [0.25, 0.58]})
+    (tmp_path / "eval_sec_filings.json").write_text(json.dumps(with_interval))
+    (tmp_path / "eval_btc.json").write_text(json.dumps(_report(0.7, 948)))  # written before the intervals were
+    main(["table", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| source | texts | piiner out of source F1 | F1 95% interval (documents) |")
+    assert lines[2:] == ["| btc | 948 | 0.700 (0.700 / 0.700) | - | - | - | - |",
+                         "| sec_filings | 121 | 0.410 (0.410 / 0.410) | 0.250-0.580 (3) | - | - | - |"]

@@ -4,9 +4,13 @@
     piiner-evaluate --baseline regex --data data/quickstart --source presidio
     piiner-evaluate --predictions preds.jsonl --data gold.jsonl --label-map PER=PERSON,MISC=O
     piiner-evaluate --model runs/quickstart --data data/quickstart --source presidio --compare presidio,regex
+    piiner-evaluate --predictions new/pred.jsonl --data data/reference --source btc --compare old/pred.jsonl
 
 A true positive is an exact (start, end, type) match on the original text. Prints markdown tables (overall, per
-tier against its recall target, per type) and throughput, and writes the JSON report with ``--out``.
+tier against its recall target, per type) and throughput, and writes the JSON report with ``--out``. Every F1 comes
+with a 95% interval over documents drawn again with replacement (the gold's ``group`` column, else each text
+alone), and every compared system with the interval of its F1 minus this one's on the same draws: a difference
+whose interval holds 0 is one these documents cannot tell from chance.
 """
 
 import argparse
@@ -26,7 +30,7 @@ from piiner.evaluation.data import (
     read_jsonl,
     select_rows,
 )
-from piiner.evaluation.metrics import relaxed_matches, span_metrics, unscored_spans
+from piiner.evaluation.metrics import bootstrap_f1, relaxed_matches, span_metrics, unscored_spans
 from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
 from piiner.pii_schema import TIER_OF
@@ -46,8 +50,10 @@ def parse_args(argv=None):
     p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")
     p.add_argument("--merge-types", help="score these types as one, in the gold and in every system's predictions: "
                    "A=B,... (e.g. DATE_OF_BIRTH=DATE against a baseline that cannot tell a birth date from a date)")
-    p.add_argument("--compare", help="comma-separated baselines (regex, presidio, rampart) scored on the same rows in "
-                   "the same run, reported under 'compare' with a side-by-side table")
+    p.add_argument("--compare", help="comma-separated baselines (regex, presidio, rampart) or prediction JSONL files "
+                   "(another model's --save-predictions) scored on the same rows in the same run, reported under "
+                   "'compare' with a side-by-side table and the paired interval of each F1 difference")
+    p.add_argument("--resamples", type=int, default=1000, help="document draws for the intervals (default: 1000)")
     p.add_argument("--out", help="write the JSON report here")
     p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans}, the format "
                    "--predictions reads, to rescore them later (other --types, --source) without a rerun")
@@ -61,9 +67,12 @@ def parse_args(argv=None):
         p.error("--limit must be >= 1")
     if args.batch_size < 1:
         p.error("--batch-size must be >= 1")
-    unknown = [b for b in (args.compare or "").split(",") if b.strip() and b.strip() not in BASELINES]
+    unknown = [b for b in (args.compare or "").split(",")
+               if b.strip() and b.strip() not in BASELINES and not b.strip().endswith(".jsonl")]
     if unknown:
-        p.error(f"--compare: unknown baselines {unknown}; choose from {sorted(BASELINES)}")
+        p.error(f"--compare: unknown baselines {unknown}; choose from {sorted(BASELINES)} or give a .jsonl file")
+    if args.resamples < 100:
+        p.error("--resamples must be >= 100")
     return args
 
 
@@ -82,6 +91,13 @@ def write_predictions(path, rows, predictions):
     with open(path, "w", encoding="utf-8") as f:
         for row, spans in zip(rows, predictions):
             f.write(json.dumps({"id": row["id"], "text": row["text"], "spans": spans}, ensure_ascii=False) + "\n")
+
+
+def _read_predictions(path, rows, split_rows, label_map, dropped):
+    """The spans of a predictions file for each gold row, renamed by the label map; raw dicts and tuples."""
+    pred_rows = align_predictions(rows, read_jsonl(path), path, known_ids=[r["id"] for r in split_rows])
+    pred = [check_and_map_spans({**r, "spans": prediction_spans(r)}, label_map, dropped, "pred") for r in pred_rows]
+    return [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred], pred
 
 
 def _run_predictor(args, texts):
@@ -116,6 +132,15 @@ def score(rows, gold, pred, types):
     return report
 
 
+def _interval(drawn, k):
+    """System `k`'s share of `bootstrap_f1`'s result: its F1 interval and, after the first, its difference's."""
+    out = {key: drawn[key] for key in ("level", "resamples", "documents")}
+    out["f1"] = drawn["f1"][k]
+    if k:
+        out["f1_minus_first"] = drawn["f1_minus_first"][k]
+    return out
+
+
 def _as_tuples(raw):
     return [[(s["start"], s["end"], s["label"]) for s in spans] for spans in raw]
 
@@ -143,10 +168,7 @@ def evaluate(args, command=None):
 
     seconds = None
     if args.predictions:
-        pred_rows = align_predictions(rows, read_jsonl(args.predictions), args.predictions,
-                                      known_ids=[r["id"] for r in split_rows])
-        pred = [check_and_map_spans({**r, "spans": prediction_spans(r)}, label_map, dropped, "pred") for r in pred_rows]
-        raw = [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred]
+        raw, pred = _read_predictions(args.predictions, rows, split_rows, label_map, dropped)
     else:
         raw, seconds = _run_predictor(args, texts)
         pred = _as_tuples(raw)
@@ -161,13 +183,25 @@ def evaluate(args, command=None):
     report = score(rows, gold, pred, types)
     if seconds is not None:
         report["throughput"] = throughput(len(texts), n_chars, seconds)
+    compared = {}
     if compare:
-        # Baselines on exactly the same rows, gold and type restriction, in the same run.
+        # Baselines (or another run's predictions) on exactly the same rows, gold and type restriction.
         report["compare"] = {}
         for name in compare:
-            raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=name), texts)
-            report["compare"][name] = dict(score(rows, gold, _merged(_as_tuples(raw_b), merge), types),
-                                           throughput=throughput(len(texts), n_chars, seconds_b))
+            if name.endswith(".jsonl"):
+                pred_b, timing = _merged(_read_predictions(name, rows, split_rows, label_map, dropped)[1], merge), {}
+            else:
+                raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=name), texts)
+                pred_b = _merged(_as_tuples(raw_b), merge)
+                timing = {"throughput": throughput(len(texts), n_chars, seconds_b)}
+            report["compare"][name] = dict(score(rows, gold, pred_b, types), **timing)
+            compared[name] = pred_b
+    # One set of document draws for every system: the intervals of their differences are paired.
+    drawn = bootstrap_f1(gold, [pred, *compared.values()], [r.get("group") or r["id"] for r in rows], types,
+                         resamples=args.resamples)
+    report["interval"] = _interval(drawn, 0)
+    for k, name in enumerate(compared, 1):
+        report["compare"][name]["interval"] = _interval(drawn, k)
     report["dropped"] = dict(sorted(dropped.items()))
     report["meta"] = {
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),

@@ -68,6 +68,16 @@ def _type_order(span_type):
     return (0, PII_TYPES.index(span_type), "") if span_type in TIER_OF else (1, 0, span_type)
 
 
+def _text_matches(gold_spans, pred_spans, keep, i):
+    """(type, tp, fp, fn) of each distinct span of one text, strictly matched, spans of types outside ``keep``
+    (a set, or None for all) ignored."""
+    g = Counter(s for s in to_spans(gold_spans, f"gold text {i}") if keep is None or s[2] in keep)
+    p = Counter(s for s in to_spans(pred_spans, f"pred text {i}") if keep is None or s[2] in keep)
+    for span in g.keys() | p.keys():
+        matched = min(g[span], p[span])
+        yield span[2], matched, p[span] - matched, g[span] - matched
+
+
 def span_metrics(gold, pred, types=None):
     """Score predicted spans against gold spans, strictly.
 
@@ -86,16 +96,12 @@ def span_metrics(gold, pred, types=None):
         raise ValueError(f"gold has {len(gold)} texts but pred has {len(pred)}: they must be aligned one to one")
     keep = None if types is None else set(types)
     counts = {}  # type -> [tp, fp, fn]
-
     for i, (gold_spans, pred_spans) in enumerate(zip(gold, pred)):
-        g = Counter(s for s in to_spans(gold_spans, f"gold text {i}") if keep is None or s[2] in keep)
-        p = Counter(s for s in to_spans(pred_spans, f"pred text {i}") if keep is None or s[2] in keep)
-        for span in g.keys() | p.keys():
-            matched = min(g[span], p[span])
-            row = counts.setdefault(span[2], [0, 0, 0])
-            row[0] += matched
-            row[1] += p[span] - matched
-            row[2] += g[span] - matched
+        for span_type, tp, fp, fn in _text_matches(gold_spans, pred_spans, keep, i):
+            row = counts.setdefault(span_type, [0, 0, 0])
+            row[0] += tp
+            row[1] += fp
+            row[2] += fn
 
     for span_type in keep or ():
         counts.setdefault(span_type, [0, 0, 0])
@@ -111,6 +117,52 @@ def span_metrics(gold, pred, types=None):
         row["meets_target"] = row["recall"] >= target if row["support"] else None
         per_tier[tier] = row
     return {"overall": scores(*total(list(counts.values()))), "per_type": per_type, "per_tier": per_tier}
+
+
+def bootstrap_f1(gold, preds, groups=None, types=None, resamples=1000, level=0.95, seed=0):
+    """How far the strict F1 of each system would move on other documents like these: percentile intervals over
+    documents drawn with replacement (all texts of a document together, since they share names and conventions).
+
+    Args:
+        gold: one list of spans per text.
+        preds: one or more systems' predictions on the same texts (each as `gold`). All are scored on the same
+            draws, so the interval of a difference between two systems is paired.
+        groups: the document of each text (any hashable); None makes each text its own document.
+
+    Returns:
+        ``{"level", "resamples", "documents", "f1": [[low, high] per system], "f1_minus_first": [None, then [low,
+        high] of each later system's F1 minus the first's]}``; every interval None when there are fewer than two
+        documents, where resampling says nothing.
+    """
+    import numpy as np
+
+    groups = list(range(len(gold))) if groups is None else list(groups)
+    if any(len(p) != len(gold) for p in preds) or len(groups) != len(gold):
+        raise ValueError(f"gold has {len(gold)} texts: every system's predictions and the groups must have as many")
+    keep = None if types is None else set(types)
+    document = {g: j for j, g in enumerate(dict.fromkeys(groups))}
+    counts = np.zeros((len(preds), len(document), 3))  # system, document, (tp, fp, fn)
+    for s, pred in enumerate(preds):
+        for i, (gold_spans, pred_spans) in enumerate(zip(gold, pred)):
+            for _, *tp_fp_fn in _text_matches(gold_spans, pred_spans, keep, i):
+                counts[s, document[groups[i]]] += tp_fp_fn
+    result = {"level": level, "resamples": resamples, "documents": len(document),
+              "f1": [None] * len(preds), "f1_minus_first": [None] * len(preds)}
+    if len(document) < 2:
+        return result
+    draws = np.random.default_rng(seed).integers(0, len(document), size=(resamples, len(document)))
+    weights = np.stack([np.bincount(row, minlength=len(document)) for row in draws])  # draw, document
+    tp, fp, fn = np.moveaxis(np.einsum("rd,sdc->src", weights, counts), -1, 0)  # each: system, draw
+    denominator = 2 * tp + fp + fn
+    f1 = np.divide(2 * tp, denominator, out=np.zeros_like(tp), where=denominator > 0)
+    tails = [(1 - level) / 2, (1 + level) / 2]
+
+    def interval(values):
+        return [float(x) for x in np.quantile(values, tails)]
+
+    result["f1"] = [interval(f1[s]) for s in range(len(preds))]
+    result["f1_minus_first"] = [None] + [interval(f1[s] - f1[0]) for s in range(1, len(preds))]
+    return result
 
 
 RELAXED_SCHEMES = {
@@ -176,4 +228,4 @@ def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None):
             "on_not_pii_spans": on_not_pii}
 
 
-__all__ = ["span_metrics", "scores", "to_span", "to_spans", "unscored_spans"]
+__all__ = ["bootstrap_f1", "span_metrics", "scores", "to_span", "to_spans", "unscored_spans"]

@@ -29,6 +29,7 @@ import sys
 from piiner.data_prep.build import build
 from piiner.data_prep.sources.conll import NER_LABELLED_TYPES
 from piiner.evaluation.metrics import RELAXED_SCHEMES
+from piiner.evaluation.report import interval_text
 
 # What a source's people labelled: scored on those types alone (a NER corpus says nothing about emails).
 SCORED_TYPES = {name: NER_LABELLED_TYPES for name in ("wnut17", "btc", "wikigold", "sec_filings", "uner_ewt")}
@@ -52,10 +53,16 @@ SEEDED = re.compile(r"^seed\d+_")
 
 
 def evaluate_source(model, data, source, out, baselines=tuple(BASELINES)):
-    """piiner-evaluate on one source's test split of `data`, with the baselines; returns the report."""
+    """piiner-evaluate on one source's test split of `data`, with the baselines; returns the report. The model's
+    predictions go to ``_predictions/`` beside the report (``btc.jsonl`` for ``eval_btc.json``; a push leaves
+    names starting with "_" out), so that a later run can be compared with it on the same document draws
+    (`piiner-evaluate --compare`)."""
     from piiner.evaluation.cli import run
 
-    argv = ["--model", model, "--data", data, "--source", source, "--out", out]
+    name = os.path.basename(out).removeprefix("eval_").removesuffix(".json")
+    predictions = os.path.join(os.path.dirname(out), "_predictions", f"{name}.jsonl")
+    os.makedirs(os.path.dirname(predictions), exist_ok=True)
+    argv = ["--model", model, "--data", data, "--source", source, "--out", out, "--save-predictions", predictions]
     if source in SCORED_TYPES:
         argv += ["--types", ",".join(SCORED_TYPES[source])]
     if baselines:
@@ -157,9 +164,12 @@ def _reports(folder, prefix="eval_"):
 
 
 def table(args):
-    """Markdown: per source, out-of-source F1 (and in-source, when given), the baselines on the same rows."""
+    """Markdown: per source, out-of-source F1 (and in-source, when given), the baselines on the same rows; with
+    strict scores from reports that have them, the F1's 95% interval over documents drawn again."""
+    reports = list(_reports(args.folder, args.prefix))
+    intervals = args.scheme == "strict" and any("interval" in report for _, report in reports)
     rows = []
-    for source, report in _reports(args.folder, args.prefix):
+    for source, report in reports:
         in_source = []
         if args.in_source:
             path = os.path.join(args.in_source, f"eval_{source}.json")
@@ -170,13 +180,15 @@ def table(args):
                 in_source = ["-"]
         compare = report.get("compare") or {}
         o = _scores(report, scheme=args.scheme)
+        interval = report.get("interval")
         cells = [source, f"{report['meta']['n_texts']:,}",
                  "-" if o is None else f"{o['f1']:.3f} ({o['precision']:.3f} / {o['recall']:.3f})",
+                 *([f"{interval_text(interval)} ({interval['documents']:,})" if interval else "-"] if intervals else []),
                  *in_source, *(_cell(_f1(report, system, args.scheme)) if system in compare else "-"
                                for system in BASELINES)]
         rows.append("| " + " | ".join(cells) + " |")
-    columns = ["source", "texts", args.label, *(["piiner in source F1"] if args.in_source else []),
-               *BASELINES.values()]
+    columns = ["source", "texts", args.label, *(["F1 95% interval (documents)"] if intervals else []),
+               *(["piiner in source F1"] if args.in_source else []), *BASELINES.values()]
     if args.scheme != "strict":
         columns = [c.replace("F1", f"F1 ({RELAXED_SCHEMES[args.scheme]})") for c in columns]
     header = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]

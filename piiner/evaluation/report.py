@@ -3,7 +3,8 @@
 A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``per_source`` (overall scores of each
 source when the data mixes several), ``unscored`` (with ``--types``: the spans predicted of types neither scored nor
 labelled in the gold, per type and per 1,000 words), ``throughput``, ``dropped`` (spans not scored, by reason) and
-``meta`` (command line, model or baseline, data, split, n_texts, seconds).
+``meta`` (command line, model or baseline, data, split, n_texts, seconds), and ``interval`` (the F1's 95% interval
+over documents drawn again; under ``compare``, also each system's F1 minus this one's on the same draws).
 """
 
 import json
@@ -37,6 +38,15 @@ def _table(header, rows):
 _SCORE_COLS = ("precision", "recall", "f1", "f2", "tp", "fp", "fn", "support")
 
 
+def interval_text(interval, key="f1"):
+    """``0.700-0.770`` for an F1 interval, ``-0.050 to +0.010`` for a difference's, ``-`` for none."""
+    span = (interval or {}).get(key)
+    if not span:
+        return "-"
+    low, high = span
+    return f"{low:+.3f} to {high:+.3f}" if key != "f1" else f"{low:.3f}-{high:.3f}"
+
+
 def overall_table(report):
     o = report["overall"]
     return _table(_SCORE_COLS, [[o[c] for c in _SCORE_COLS]])
@@ -47,12 +57,15 @@ def compare_table(report, name="this run"):
     systems = {name: report, **report["compare"]}
     sources = list(report.get("per_source") or {})
     unscored = "unscored" in report
-    header = ("system", "precision", "recall", "f1", "f2", "f1 vs " + name) + tuple(f"f1 {s}" for s in sources) + (
+    header = ("system", "precision", "recall", "f1", "f1 95% interval", "f2", "f1 vs " + name,
+              "f1 vs " + name + ", 95% interval") + tuple(f"f1 {s}" for s in sources) + (
         ("other types per 1k words",) if unscored else ()) + ("ms per 1k chars",)
     rows = []
     for system, r in systems.items():
         o, t = r["overall"], r.get("throughput") or {}
-        rows.append([system, o["precision"], o["recall"], o["f1"], o["f2"], o["f1"] - report["overall"]["f1"]]
+        rows.append([system, o["precision"], o["recall"], o["f1"], interval_text(r.get("interval")), o["f2"],
+                     o["f1"] - report["overall"]["f1"],
+                     interval_text(r.get("interval"), "f1_minus_first") if r is not report else "-"]
                     + [r["per_source"][s]["f1"] for s in sources]
                     + ([(r.get("unscored") or {}).get("per_1k_words")] if unscored else [])
                     + [t.get("ms_per_1k_chars")])
@@ -104,6 +117,10 @@ def format_markdown(report, title=None):
             + (f", types {', '.join(meta['types'])}" if meta.get("types") else "")
         )
     parts += ["### Overall (strict span match)", overall_table(report)]
+    i = report.get("interval")
+    if i:
+        parts.append(f"F1 95% interval over {i['documents']:,} documents drawn again ({i['resamples']:,} draws): "
+                     + (interval_text(i) if i["f1"] else "none (one document)"))
     if report.get("compare"):
         parts += ["### Compared on the same rows", compare_table(report, name)]
     if report.get("per_source"):
