@@ -185,7 +185,7 @@ def export_onnx(
 
 def _export(model, output_dir, tokenizer, opset_version, verify) -> Path:
     onnx_path = output_dir / ONNX_FILE
-    wrapper = PiiNerExportWrapper(model).requires_grad_(False)
+    wrapper = PiiNerExportWrapper(model).requires_grad_(False).eval()  # torch warns of a module left training
     inputs = example_inputs(model.config)
     batch, seq_len, words, num_chars = dynamic_dims(model.config)
     dynamic_shapes = ({0: batch, 1: seq_len}, {0: batch, 1: seq_len}, {0: words, 1: num_chars}, {0: batch, 1: seq_len})
