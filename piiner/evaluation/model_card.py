@@ -20,7 +20,7 @@ from piiner.configuration_piiner import MIN_TRANSFORMERS
 from piiner.data_prep.sources import SOURCES
 from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS, TIER_TYPES
 
-from .report import overall_table, tier_table, type_table
+from .report import interval_text, overall_table, tier_table, type_table
 
 PLOT_FILE = "piiner_metrics.png"
 # What a card was rendered from (reports, data sources, training summary), written beside it.
@@ -164,8 +164,9 @@ def _labels_section(cfg):
 
 def _summary_table(reports):
     # A set labelled for some types cannot judge the others: what each system emitted of them, per 1,000 words.
-    lines = ["| evaluation set | system | precision | recall | F1 | F2 | gold spans | texts "
-             "| other types per 1k words |", "|---|---|---|---|---|---|---|---|---|"]
+    # The F1's 95% interval over the set's documents drawn again ("-" in reports written before intervals were).
+    lines = ["| evaluation set | system | precision | recall | F1 | F1 95% interval (documents) | F2 | gold spans "
+             "| texts | other types per 1k words |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in reports.items():
         meta = r.get("meta", {})
         systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else _other_model(r) or "this model", r)]
@@ -173,8 +174,10 @@ def _summary_table(reports):
         for system, s in systems:
             o = s["overall"]
             other = (s.get("unscored") or {}).get("per_1k_words")
+            interval = s.get("interval")
+            spread = f"{interval_text(interval)} ({interval['documents']:,})" if interval and interval["f1"] else "-"
             lines.append(f"| {name} | {system} | {o['precision']:.3f} | {o['recall']:.3f} | {o['f1']:.3f} | "
-                         f"{o['f2']:.3f} | {o['support']} | {meta.get('n_texts', '?')} | "
+                         f"{spread} | {o['f2']:.3f} | {o['support']} | {meta.get('n_texts', '?')} | "
                          f"{'-' if other is None else f'{other:.1f}'} |")
     return "\n".join(lines)
 
