@@ -150,9 +150,12 @@ def bootstrap_f1(gold, preds, groups=None, types=None, resamples=1000, level=0.9
               "f1": [None] * len(preds), "f1_minus_first": [None] * len(preds)}
     if len(document) < 2:
         return result
-    draws = np.random.default_rng(seed).integers(0, len(document), size=(resamples, len(document)))
-    weights = np.stack([np.bincount(row, minlength=len(document)) for row in draws])  # draw, document
-    tp, fp, fn = np.moveaxis(np.einsum("rd,sdc->src", weights, counts), -1, 0)  # each: system, draw
+    per_document = counts.transpose(1, 0, 2).reshape(len(document), -1)  # document, (system, count)
+    rng, totals = np.random.default_rng(seed), np.empty((resamples, per_document.shape[1]))
+    for r in range(resamples):  # one draw at a time: memory stays that of one draw on a corpus of any size
+        times_drawn = np.bincount(rng.integers(0, len(document), len(document)), minlength=len(document))
+        totals[r] = times_drawn @ per_document
+    tp, fp, fn = totals.reshape(resamples, len(preds), 3).transpose(2, 1, 0)  # each: system, draw
     denominator = 2 * tp + fp + fn
     f1 = np.divide(2 * tp, denominator, out=np.zeros_like(tp), where=denominator > 0)
     tails = [(1 - level) / 2, (1 + level) / 2]
