@@ -180,6 +180,20 @@ def test_regex_baseline_from_a_saved_dataset_dict(tmp_path):
         _run("--baseline", "regex", "--data", tmp_path / "ds", "--split", "validation")
 
 
+def test_several_splits_are_scored_as_one_set(tmp_path):
+    """A source no model trained on can be scored whole: its train, validation and test documents together."""
+    import datasets
+
+    rows = [{k: r[k] for k in ("id", "source", "text", "spans")} for r in GOLD]
+    datasets.DatasetDict({"train": datasets.Dataset.from_list(rows[:2]), "test": datasets.Dataset.from_list(rows[2:])}
+                         ).save_to_disk(str(tmp_path / "ds"))
+    whole = _run("--baseline", "regex", "--data", tmp_path / "ds", "--split", "train,test", "--label-map", "PER=PERSON")
+    assert whole["meta"]["n_texts"] == 3 and whole["per_type"]["CREDIT_CARD"]["tp"] == 1
+    assert whole["interval"]["documents"] == 3
+    with pytest.raises(SystemExit, match="no split 'validation'; it has \\['test', 'train'\\]"):
+        _run("--baseline", "regex", "--data", tmp_path / "ds", "--split", "train,validation")
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -87,9 +87,9 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
         (tmp_path / name).mkdir()
         return str(tmp_path / name)
 
-    def fake_evaluate(model, data, source, out, baselines=()):
+    def fake_evaluate(model, data, source, out, baselines=(), split="test"):
         f1 = {"variant_2": 0.50, "variant_2_seed7": 0.54, "variant_2_seed9": 0.52}[os.path.basename(model)]
-        (tmp_path / os.path.basename(out)).write_text(json.dumps(_report(f1, 10)))
+        (tmp_path / os.path.basename(out)).write_text(json.dumps(_report(f1, 10 if split == "test" else 40)))
 
     monkeypatch.setattr(oos, "trained_without", fake_trained_without)
     monkeypatch.setattr(oos, "evaluate_source", fake_evaluate)
@@ -105,6 +105,9 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
     assert capsys.readouterr().out.splitlines()[2] == "| no char CNN | 0.520 (0.500-0.540, 3 seeds) |"
     main(["table", str(tmp_path), "--prefix", "eval_variant_2_"])  # other seeds' runs are not sources
     assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 10 | 0.500 (0.500 / 0.500) | - | - | - |"]
+    # The held-out source was also scored whole, every split of it (the fake gives it 40 texts).
+    main(["table", str(tmp_path), "--prefix", "whole_variant_2_"])
+    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 40 | 0.500 (0.500 / 0.500) | - | - | - |"]
 
 
 def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_one(tmp_path, capsys):

@@ -44,7 +44,8 @@ def parse_args(argv=None):
     who.add_argument("--baseline", choices=sorted(BASELINES), help="score a baseline instead of a model")
     who.add_argument("--predictions", help="JSONL of {id?, text?, spans} made elsewhere, matched by id or line")
     p.add_argument("--data", required=True, help="dataset folder (save_to_disk), Hub dataset id, or gold JSONL")
-    p.add_argument("--split", default="test", help="split of a DatasetDict (default: test)")
+    p.add_argument("--split", default="test", help="split of a DatasetDict (default: test); several joined by commas "
+                   "(train,validation,test: every document of a source the model never trained on)")
     p.add_argument("--source", help="keep only rows whose 'source' column equals this")
     p.add_argument("--types", help="comma-separated piiner types to score (others ignored in gold and predictions)")
     p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")

@@ -71,14 +71,22 @@ def _load_dataset_rows(data, split):
             raise FileNotFoundError(
                 f"{data} is neither a local JSONL file or dataset folder nor a loadable Hub dataset ({err})"
             ) from err
+    # Several splits joined by commas are read one after the other (a source no model trained on, scored whole).
+    names = split.split(",")
     if isinstance(loaded, datasets.DatasetDict):
-        if split not in loaded:
-            raise ValueError(f"{data} has no split {split!r}; it has {sorted(loaded)}")
-        loaded = loaded[split]
-    missing = {"text", "spans"} - set(loaded.column_names)
-    if missing:
-        raise ValueError(f"{data} lacks the columns {sorted(missing)} (has {loaded.column_names})")
-    return [dict(row, _where=f"{data}[{split}] row {i}") for i, row in enumerate(loaded)]
+        unknown = [name for name in names if name not in loaded]
+        if unknown:
+            raise ValueError(f"{data} has no split {', '.join(map(repr, unknown))}; it has {sorted(loaded)}")
+        parts = [(name, loaded[name]) for name in names]
+    else:
+        parts = [(split, loaded)]
+    rows = []
+    for name, part in parts:
+        missing = {"text", "spans"} - set(part.column_names)
+        if missing:
+            raise ValueError(f"{data} lacks the columns {sorted(missing)} (has {part.column_names})")
+        rows += [dict(row, _where=f"{data}[{name}] row {i}") for i, row in enumerate(part)]
+    return rows
 
 
 def load_gold(data, split="test", source=None, limit=None):

@@ -8,12 +8,15 @@
         --sources btc,wikigold,... --out runs/reference
     python -m piiner.evaluation.out_of_source table runs/oos [--in-source runs/reference]
     python -m piiner.evaluation.out_of_source table runs/ablation --prefix eval_variant_0_ --in-source runs/reference
+    python -m piiner.evaluation.out_of_source table runs/ablation --prefix whole_variant_0_
     python -m piiner.evaluation.out_of_source ablation-table runs/ablation
     python -m piiner.evaluation.out_of_source unscored-table runs/reference
 
 `leave-one-out` trains one model per held-out source on every other source (a corpus built without it, so no
 synthetic record carries its sentences either) and scores it on that source's test split; `ablation` trains each
-architecture and loss variant once, on every source but the held-out ones, and scores all of them there. Each
+architecture and loss variant once, on every source but the held-out ones, and scores all of them there. A
+held-out source is scored on its test split (`eval_*.json`, beside the in-source model's) and whole, every split of
+it, since no split of it was trained on (`whole_*.json`: more documents, a narrower interval). Each
 score comes with Presidio's, Rampart's and the regex baseline's on the same rows, in the same run (`--compare`). A
 source's types are the ones its annotators labelled (persons, places, organizations; GUM also dates). `table`
 prints the results as markdown, beside the in-source scores of a model trained on everything.
@@ -52,8 +55,13 @@ VARIANTS = {
 SEEDED = re.compile(r"^seed\d+_")
 
 
-def evaluate_source(model, data, source, out, baselines=tuple(BASELINES)):
-    """piiner-evaluate on one source's test split of `data`, with the baselines; returns the report. The model's
+# A source a model never trained on is scored twice: on its test split, beside the in-source model, and whole (every
+# split: every document it has, so a narrower interval), into whole_<name>.json.
+WHOLE = "train,validation,test"
+
+
+def evaluate_source(model, data, source, out, baselines=tuple(BASELINES), split="test"):
+    """piiner-evaluate on one source's `split` of `data`, with the baselines; returns the report. The model's
     predictions go to ``_predictions/`` beside the report (``btc.jsonl`` for ``eval_btc.json``; a push leaves
     names starting with "_" out), so that a later run can be compared with it on the same document draws
     (`piiner-evaluate --compare`)."""
@@ -62,7 +70,8 @@ def evaluate_source(model, data, source, out, baselines=tuple(BASELINES)):
     name = os.path.basename(out).removeprefix("eval_").removesuffix(".json")
     predictions = os.path.join(os.path.dirname(out), "_predictions", f"{name}.jsonl")
     os.makedirs(os.path.dirname(predictions), exist_ok=True)
-    argv = ["--model", model, "--data", data, "--source", source, "--out", out, "--save-predictions", predictions]
+    argv = ["--model", model, "--data", data, "--source", source, "--split", split, "--out", out,
+            "--save-predictions", predictions]
     if source in SCORED_TYPES:
         argv += ["--types", ",".join(SCORED_TYPES[source])]
     if baselines:
@@ -109,6 +118,7 @@ def leave_one_out(args):
     for source in args.held_out.split(","):
         model = trained_without(args, f"without_{source}", [source])
         evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_{source}.json"))
+        evaluate_source(model, args.data, source, os.path.join(args.out, f"whole_{source}.json"), split=WHOLE)
 
 
 def ablation(args):
@@ -124,10 +134,14 @@ def ablation(args):
             name = f"variant_{index}" + (f"_seed{seed}" if seed is not None else "")
             extra = flags + (["--seed", str(seed)] if seed is not None else [])
             model = trained_without(args, name, held_out, extra)
+            baselines = () if index or seed is not None else tuple(BASELINES)
             for source in held_out + args.also.split(","):
                 if source:
                     evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_{name}_{source}.json"),
-                                    baselines=() if index or seed is not None else tuple(BASELINES))
+                                    baselines=baselines)
+            for source in held_out:
+                evaluate_source(model, args.data, source, os.path.join(args.out, f"whole_{name}_{source}.json"),
+                                baselines=baselines, split=WHOLE)
             with open(os.path.join(model, "variant.json"), "w") as f:
                 json.dump({"variant": variant, "flags": flags, "held_out": held_out, "seed": seed}, f)
 
