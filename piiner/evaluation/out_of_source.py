@@ -197,7 +197,8 @@ def table(args):
         interval = report.get("interval")
         cells = [source, f"{report['meta']['n_texts']:,}",
                  "-" if o is None else f"{o['f1']:.3f} ({o['precision']:.3f} / {o['recall']:.3f})",
-                 *([f"{interval_text(interval)} ({interval['documents']:,})" if interval else "-"] if intervals else []),
+                 *([f"{interval_text(interval)} ({interval['documents']:,})" if interval and interval["f1"] else "-"]
+                   if intervals else []),
                  *in_source, *(_cell(_f1(report, system, args.scheme)) if system in compare else "-"
                                for system in BASELINES)]
         rows.append("| " + " | ".join(cells) + " |")
