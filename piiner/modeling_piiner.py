@@ -430,6 +430,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         label_weights: torch.Tensor | None = None,
         unannotated_labels: torch.Tensor | None = None,
         not_pii_mask: torch.Tensor | None = None,
+        unjudged_mask: torch.Tensor | None = None,
         special_tokens_mask: torch.Tensor | None = None,
         decode: bool = False,
         output_hidden_states: bool | None = None,
@@ -456,6 +457,9 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             not_pii_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
                 Positions inside a stretch the annotators labelled as an entity of no PII type (a product, the title
                 of a show): there "O" is a negative for every type, `unannotated_labels` notwithstanding.
+            unjudged_mask (`torch.Tensor` of shape `(batch_size, sequence_length)`, *optional*):
+                Positions whose label is unknown (a mention the schema may or may not count, such as a bare year):
+                the loss sums over every label there, so they teach nothing either way.
             special_tokens_mask (`torch.Tensor`, *optional*): marks special tokens when `char_ids` is not given.
             decode (`bool`, defaults to `False`): also run the CRF's Viterbi decode and marginals and return
                 `decoded_tags` and `tag_scores` (the pipeline and evaluation ask for them; training does not).
@@ -486,7 +490,7 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             loss = None
             if labels is not None:
                 loss = self._loss(emissions, labels, mask, label_weights, unannotated_labels, not_pii_mask,
-                                  start, transitions, end)
+                                  unjudged_mask, start, transitions, end)
             decoded_tags = tag_scores = None
             if decode:
                 decoded_tags, marginals = self._decode(emissions, mask, start, transitions, end)
@@ -501,11 +505,12 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         )
         return output if _wants_dict(return_dict, self.config) else output.to_tuple()
 
-    def _loss(self, emissions, labels, crf_mask, label_weights, unannotated_labels, not_pii_mask, start, transitions,
-              end):
+    def _loss(self, emissions, labels, crf_mask, label_weights, unannotated_labels, not_pii_mask, unjudged_mask,
+              start, transitions, end):
         """Weighted CRF NLL averaged over the rows with at least one labelled CRF position; a row with
-        `unannotated_labels` gets the partial-annotation NLL (`crf_partial_nll`) weighted by its mean token weight,
-        its "O" positions open to those labels except where `not_pii_mask` is set."""
+        `unannotated_labels` or an `unjudged_mask` position gets the partial-annotation NLL (`crf_partial_nll`)
+        weighted by its mean token weight, its "O" positions open to those labels except where `not_pii_mask` is set,
+        its unjudged positions open to every label."""
         if labels.shape != emissions.shape[:2]:
             raise ValueError(f"labels must have shape {tuple(emissions.shape[:2])}, got {tuple(labels.shape)}")
         labelled = labels != -100
@@ -531,16 +536,20 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         if not bool(torch.isfinite(label_weights).all()) or bool((label_weights < 0).any()):
             raise ValueError("label_weights must be finite and >= 0")
         label_weights = label_weights.float()
-        partial = torch.zeros_like(mask[:, 0])
-        if unannotated_labels is not None:
-            if unannotated_labels.shape != (labels.shape[0], self.num_labels):
-                raise ValueError(f"unannotated_labels must have shape (batch, num_labels) = "
-                                 f"{(labels.shape[0], self.num_labels)}, got {tuple(unannotated_labels.shape)}")
-            partial = unannotated_labels.bool().any(-1)
-        if not_pii_mask is None:
-            not_pii_mask = torch.zeros_like(mask)
-        if not_pii_mask.shape != labels.shape:
-            raise ValueError(f"not_pii_mask must have shape {tuple(labels.shape)}, got {tuple(not_pii_mask.shape)}")
+        if unannotated_labels is None:
+            unannotated_labels = torch.zeros(labels.shape[0], self.num_labels, dtype=torch.bool, device=labels.device)
+        elif unannotated_labels.shape != (labels.shape[0], self.num_labels):
+            raise ValueError(f"unannotated_labels must have shape (batch, num_labels) = "
+                             f"{(labels.shape[0], self.num_labels)}, got {tuple(unannotated_labels.shape)}")
+        masks = {"not_pii_mask": not_pii_mask, "unjudged_mask": unjudged_mask}
+        for name, given in masks.items():
+            if given is None:
+                masks[name] = torch.zeros_like(mask)
+            elif given.shape != labels.shape:
+                raise ValueError(f"{name} must have shape {tuple(labels.shape)}, got {tuple(given.shape)}")
+        not_pii_mask, unjudged_mask = masks["not_pii_mask"].bool(), masks["unjudged_mask"].bool() & mask
+        unannotated_labels = unannotated_labels.bool()
+        partial = unannotated_labels.any(-1) | unjudged_mask.any(-1)
         nll = emissions.new_zeros(labels.shape[0])
         full = ~partial
         if bool(full.any()):
@@ -552,10 +561,10 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
                 nll[full] = (log_z - crf_path_score(e, t, m, start, transitions, end)) * w
         if bool(partial.any()):
             e, t, m, w = emissions[partial], tags[partial], mask[partial], label_weights[partial]
-            outside = (t == self.config.label2id.get("O", 0)) & ~not_pii_mask[partial].bool()
-            allowed = nn.functional.one_hot(t, self.num_labels).bool() | (
-                outside.unsqueeze(-1) & unannotated_labels[partial].bool().unsqueeze(1)
-            )
+            outside = (t == self.config.label2id.get("O", 0)) & ~not_pii_mask[partial]
+            allowed = (nn.functional.one_hot(t, self.num_labels).bool()
+                       | (outside.unsqueeze(-1) & unannotated_labels[partial].unsqueeze(1))
+                       | unjudged_mask[partial].unsqueeze(-1))
             if w.dim() == 2:  # a row weight: the mean weight of its labelled tokens
                 w = (w * m).sum(-1) / m.sum(-1).clamp(min=1)
             nll[partial] = crf_partial_nll(e, allowed, m, start, transitions, end) * w

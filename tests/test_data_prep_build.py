@@ -27,7 +27,8 @@ def built(tmp_path_factory):
 def test_writes_dataset_dict_audit_and_per_source_test_files(built):
     ds = datasets.load_from_disk(str(built))
     assert set(ds) == {"train", "validation", "test"}
-    assert set(ds["train"].column_names) == {"id", "source", "text", "spans", "group", "labelled_types", "not_pii_spans"}
+    assert set(ds["train"].column_names) == {"id", "source", "text", "spans", "group", "labelled_types", "not_pii_spans",
+                                             "unjudged_spans"}
     assert ds["train"].features["spans"].feature["start"].dtype == "int32"
     for name in ("audit.md", "audit.png", "audit.json"):
         assert os.path.getsize(built / name) > 0
@@ -39,7 +40,8 @@ def test_writes_dataset_dict_audit_and_per_source_test_files(built):
         expected = sum(1 for r in ds["test"] if r["source"] == source)
         assert len(lines) == expected
         for line in lines:
-            assert set(json.loads(line)) == {"id", "source", "text", "spans", "labelled_types", "not_pii_spans"}
+            assert set(json.loads(line)) == {"id", "source", "text", "spans", "labelled_types", "not_pii_spans",
+                                             "unjudged_spans"}
     assert (built / "test_nemotron.jsonl").read_text().count("\n") == 1  # the Nemotron test file's one row
 
 

@@ -12,7 +12,9 @@ from test_data_prep_sources import FIXTURES, load
 
 from piiner.data_prep.audit import Audit
 from piiner.data_prep.build import build
+from piiner.data_prep.records import clean_record
 from piiner.data_prep.sources import SOURCES, SourceUnavailable, iter_source
+from piiner.data_prep.split import assign_splits
 
 
 def test_btc_joins_mentions_into_handles_and_labels_links():
@@ -104,6 +106,17 @@ def test_gum_keeps_named_mentions_and_calendar_dates():
     assert audit.notes["gum"]["coordination_left_to_its_parts"] == 1  # not one organization "Acme ... Hospital"
     assert audit.notes["gum"]["group_of_people_not_a_person"] == 1  # "The Dutch"
 
+
+
+def test_a_gum_time_mention_that_is_not_a_calendar_date_is_left_unjudged():
+    """GUM marks "The morning" (and bare years) as time mentions: the schema's DATE may or may not hold them, so the
+    record neither teaches nor judges them ("O" there would be evidence against DATE that the gold does not give)."""
+    audit = Audit()
+    records = [clean_record(raw, audit) for raw in assign_splits(list(
+        iter_source("gum", os.path.join(FIXTURES, "gum"), audit)))]
+    unjudged = {r["text"][u["start"]:u["end"]] for r in records for u in r["unjudged_spans"]}
+    assert unjudged == {"The morning"}
+    assert audit.notes["gum"]["time_mention_unjudged"] == 1
 
 
 def test_gum_names_are_cut_at_their_head_as_flat_ner_corpora_write_them():

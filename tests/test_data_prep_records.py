@@ -162,6 +162,23 @@ def test_spans_labelled_as_no_pii_type_become_not_pii_spans_unless_they_cover_pi
     check_record(record)
 
 
+def test_unjudged_spans_are_kept_apart_joined_when_nested_and_dropped_over_a_judged_span():
+    audit = Audit()
+    text = "In 2005, on 3 March 2005, Ann left that morning"
+    record = clean_record(raw(text, [{"start": 3, "end": 7, "label": "DATE", "unjudged": True},
+                                     {"start": 12, "end": 24, "label": "DATE"},
+                                     {"start": 20, "end": 24, "label": "DATE", "unjudged": True},  # inside the date
+                                     {"start": 26, "end": 29, "label": "PERSON"},
+                                     {"start": 35, "end": 47, "label": "DATE", "unjudged": True},
+                                     {"start": 40, "end": 47, "label": "DATE", "unjudged": True}]), audit)
+    assert labeled(record) == [("3 March 2005", "DATE"), ("Ann", "PERSON")]
+    assert [text[s["start"]:s["end"]] for s in record["unjudged_spans"]] == ["2005", "that morning"]
+    assert audit.notes["src"] == {"unjudged_span_inside_judged": 1} and "src" not in audit.span_rejections
+    check_record(record)
+    with pytest.raises(ValueError, match="overlapping_spans"):
+        check_record({**record, "unjudged_spans": [{"start": 26, "end": 29}]})
+
+
 def test_dedup_keeps_the_held_out_copy_and_counts():
     audit = Audit()
     records = [

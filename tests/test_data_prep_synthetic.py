@@ -148,13 +148,16 @@ def test_pii_set_into_real_sentences_keeps_every_span_and_declares_what_was_labe
                "spans": [{"start": 0, "end": 3, "label": "PERSON"}, {"start": 15, "end": 20, "label": "LOCATION"},
                          {"start": 39, "end": 44, "label": "LOCATION"}],
                "labelled_types": ["PERSON", "LOCATION", "ORGANIZATION"],
-               "not_pii_spans": [{"start": 23, "end": 32}]}  # labelled as no PII type: moves as a span "O"
+               "not_pii_spans": [{"start": 23, "end": 32}],  # labelled as no PII type: moves as a span "O"
+               "unjudged_spans": [{"start": 33, "end": 37}]}  # unknown: moves as a span "O" marked unjudged
     places = set()
     for i in range(200):
         record = generator.make_record("EMAIL", i)
         out = set_into(record, carrier, random.Random(i))
-        carried = [(out["text"][s["start"]:s["end"]], s["label"]) for s in out["spans"] if "value" not in s]
-        assert carried == [("Ann", "PERSON"), ("Leeds", "LOCATION"), ("Then they", "O"), ("Paris", "LOCATION")]
+        carried = [(out["text"][s["start"]:s["end"]], s["label"], s.get("unjudged", False)) for s in out["spans"]
+                   if "value" not in s]
+        assert carried == [("Ann", "PERSON", False), ("Leeds", "LOCATION", False), ("Then they", "O", False),
+                           ("left", "O", True), ("Paris", "LOCATION", False)]
         assert all(out["text"][s["start"]:s["end"]] == s["value"] for s in out["spans"] if "value" in s)
         assert set(out["labelled_types"]) == set(carrier["labelled_types"]) | {s["label"] for s in record["spans"]}
         assert out["group"].endswith("+btc/x")

@@ -168,6 +168,45 @@ def test_what_a_type_restriction_leaves_unjudged_is_counted_for_every_system(tmp
     assert "unscored" not in _run("--predictions", predictions, "--data", gold)
 
 
+def test_predictions_inside_an_unjudged_stretch_are_set_aside_for_every_system(tmp_path, capsys):
+    # GUM marks "2005" as a time mention that the schema may or may not call a DATE: a DATE predicted there is
+    # neither right nor wrong; one that reaches outside the stretch, or a gold span, is judged as ever.
+    text = "Ann came in 2005, Bob in May 2006."
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [
+        {"id": "a", "text": text, "spans": [{"start": 0, "end": 3, "label": "PERSON"},
+                                            {"start": 25, "end": 33, "label": "DATE"}],
+         "unjudged_spans": [{"start": 12, "end": 16}]},
+        {"id": "b", "text": "Bob in 2005.", "spans": []}])
+    predictions = _write_jsonl(tmp_path / "pred.jsonl", [
+        {"id": "a", "spans": [{"start": 0, "end": 3, "label": "PERSON"}, {"start": 12, "end": 16, "label": "DATE"},
+                              {"start": 25, "end": 33, "label": "DATE"}]},
+        {"id": "b", "spans": [{"start": 7, "end": 11, "label": "DATE"}]}])
+    ages = _write_jsonl(tmp_path / "ages.jsonl", [  # a type the score leaves out stays, for `unscored` to count
+        {"id": "a", "spans": [{"start": 12, "end": 16, "label": "AGE"}]}, {"id": "b", "spans": []}])
+    report = _run("--predictions", ages, "--data", gold, "--types", "PERSON,DATE")
+    assert report["set_aside_unjudged"]["spans"] == 0 and report["unscored"]["per_type"] == {"AGE": 1}
+    assert _run("--predictions", ages, "--data", gold)["set_aside_unjudged"] == {"spans": 1, "per_type": {"AGE": 1}}
+    wider = _write_jsonl(tmp_path / "wider.jsonl", [
+        {"id": "a", "spans": [{"start": 9, "end": 16, "label": "DATE"}]}, {"id": "b", "spans": []}])
+    report = _run("--predictions", predictions, "--data", gold, "--compare", wider)
+    o = report["overall"]
+    assert (o["tp"], o["fp"], o["fn"]) == (2, 1, 0)  # the year of row b has no unjudged stretch: a false DATE
+    assert report["set_aside_unjudged"] == {"spans": 1, "per_type": {"DATE": 1}}
+    c = report["compare"][wider]
+    assert (c["overall"]["tp"], c["overall"]["fp"]) == (0, 1) and c["set_aside_unjudged"]["spans"] == 0
+    assert "1 predicted spans lie inside stretches the gold leaves unjudged" in capsys.readouterr().out
+    plain = _write_jsonl(tmp_path / "plain.jsonl", [{"id": "a", "text": text, "spans": []},
+                                                    {"id": "b", "text": "Bob in 2005.", "spans": []}])
+    assert "set_aside_unjudged" not in _run("--predictions", predictions, "--data", plain)
+
+
+def test_a_malformed_unjudged_span_is_named(tmp_path):
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{"id": "a", "text": "in 2005", "spans": [],
+                                                   "unjudged_spans": [{"start": 3, "end": 70}]}])
+    with pytest.raises(SystemExit, match=r"gold.jsonl:1: each of 'unjudged_spans' must be"):
+        _run("--baseline", "regex", "--data", gold)
+
+
 def test_regex_baseline_from_a_saved_dataset_dict(tmp_path):
     import datasets
 

@@ -371,6 +371,57 @@ def test_tokens_of_a_not_pii_span_are_marked_through_features_and_batches(tiny_t
     assert batch["not_pii_mask"].tolist() == [marks, [0] * len(marks)]
 
 
+def test_unjudged_positions_are_open_to_every_label_in_the_loss():
+    """A bare year in GUM is a time mention the schema may or may not call a DATE: the loss sums over every label on
+    its tokens (a row labelled for every type included) instead of teaching "O" there."""
+    from piiner.crf_piiner import crf_partial_nll, crf_token_nll
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+
+    torch.manual_seed(0)
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config())).eval()
+    input_ids = torch.randint(5, 99, (2, 6))
+    char_ids = torch.randint(1, 100, (2, 6, 3))
+    char_ids[:, 0] = 0  # [CLS]
+    labels = torch.tensor([[-100, 0, LABEL2ID["B-EMAIL"], 0, 0, 0], [-100, LABEL2ID["B-PERSON"], 0, 0, 0, 0]])
+    unjudged = torch.zeros(2, 6, dtype=torch.long)
+    unjudged[0, 3:5] = 1
+    unjudged[:, 0] = 1  # not a CRF position: ignored
+    with torch.no_grad():
+        loss = model(input_ids, char_ids=char_ids, labels=labels, unjudged_mask=unjudged).loss
+        plain = model(input_ids, char_ids=char_ids, labels=labels).loss
+        emissions = torch.log_softmax(model.classifier(model.piiner(input_ids, char_ids=char_ids).last_hidden_state),
+                                      -1)
+        start, transitions, end = model.crf.constrained_transitions()
+        mask = labels != -100
+        allowed = torch.nn.functional.one_hot(labels[:1].clamp(min=0), len(LABEL2ID)).bool()
+        allowed[0, 3:5] = True
+        opened = crf_partial_nll(emissions[:1], allowed, mask[:1], start, transitions, end).sum()
+        full = crf_token_nll(emissions[1:], labels[1:].clamp(min=0), mask[1:], start, transitions, end).sum()
+    assert loss.item() == pytest.approx(((opened + full) / 2).item(), rel=1e-5)
+    assert loss.item() < plain.item()  # a sum over more paths than the one labelled
+    with pytest.raises(ValueError, match=r"unjudged_mask must have shape \(2, 6\)"):
+        model(input_ids, char_ids=char_ids, labels=labels, unjudged_mask=unjudged[:, :4])
+
+
+def test_tokens_of_an_unjudged_span_are_marked_through_features_and_batches(tiny_tokenizer):
+    records = datasets.Dataset.from_list([
+        {"id": "gum", "text": "ann moved there in 2005 .", "spans": [{"start": 0, "end": 3, "label": "PERSON"}],
+         "labelled_types": ["DATE", "PERSON"], "not_pii_spans": [], "unjudged_spans": [{"start": 19, "end": 23}]},
+        {"id": "synthetic", "text": "ann", "spans": [], "labelled_types": None, "not_pii_spans": [],
+         "unjudged_spans": []},
+    ])
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    features = build_features(records, tiny_tokenizer, config, max_length=64, stride=2)
+    text, offsets, marks = records[0]["text"], features[0]["offset_mapping"], features[0]["unjudged_mask"]
+    assert "".join(text[a:b] for (a, b), m in zip(offsets, marks) if m) == "2005"
+    assert not any(features[1]["unjudged_mask"])
+    rows = [{k: features[i][k] for k in ("input_ids", "attention_mask", "labels", "unjudged_mask")} for i in range(2)]
+    batch = PiiNerCollator(pad_token_id=0, num_labels=len(LABEL2ID))(rows)
+    assert batch["unjudged_mask"].tolist() == [marks, [0] * len(marks)]
+    assert "unjudged_mask" not in PiiNerCollator(pad_token_id=0, num_labels=len(LABEL2ID))(rows[1:])
+    assert "unjudged_mask" not in PiiNerCollator(pad_token_id=0)(rows)  # partial_annotation: false reads "O"
+
+
 def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(tiny_tokenizer):
     """datasets infers a column's type from the first batch of a map; an all-empty first batch made it 'null' and
     the first partially labelled record further on a cast error."""

@@ -19,7 +19,7 @@ GENERATED = ("synthetic", "formats", "dense")
 FORMATS_PER_TYPE = 40
 DENSE_RECORDS = 300
 DEFAULT_SYNTHETIC_PER_TYPE = 200
-COLUMNS = ("id", "source", "text", "spans", "group", "labelled_types", "not_pii_spans")
+COLUMNS = ("id", "source", "text", "spans", "group", "labelled_types", "not_pii_spans", "unjudged_spans")
 
 
 def features():
@@ -34,6 +34,7 @@ def features():
         "group": datasets.Value("string"),
         "labelled_types": datasets.List(datasets.Value("string")),
         "not_pii_spans": datasets.List({"start": datasets.Value("int32"), "end": datasets.Value("int32")}),
+        "unjudged_spans": datasets.List({"start": datasets.Value("int32"), "end": datasets.Value("int32")}),
     })
 
 
@@ -102,7 +103,7 @@ def build(out_dir, sources=DEFAULT_SOURCES, from_dirs=None, synthetic_per_type=D
             for r in splits["test"]:
                 if r["source"] == source:
                     # What the scorer needs to judge a system as the DatasetDict's test split does.
-                    row = {c: r[c] for c in ("id", "source", "text", "spans", "labelled_types", "not_pii_spans")}
+                    row = {c: r[c] for c in COLUMNS if c != "group"}
                     f.write(json.dumps(row, ensure_ascii=False) + "\n")
     settings = {"sources": ",".join(sources), "synthetic_per_type": synthetic_per_type, "seed": seed}
     write_audit(out_dir, splits, audit, settings)

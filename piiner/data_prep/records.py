@@ -1,12 +1,16 @@
 """The unified record and the rules every span passes before it reaches a split.
 
 A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "group", "labelled_types",
-"not_pii_spans": [{"start", "end"}]}``: character offsets into ``text``, end-exclusive, canonical type names from
-``piiner.pii_schema``, spans sorted and non-overlapping. ``labelled_types`` lists the types the record's annotators
+"not_pii_spans": [{"start", "end"}], "unjudged_spans": [{"start", "end"}]}``: character offsets into ``text``,
+end-exclusive, canonical type names from ``piiner.pii_schema``, spans sorted and non-overlapping. ``labelled_types`` lists the types the record's annotators
 labelled (a NER corpus: persons, places, organizations); any other type may be present unlabelled. None means every
 type was labelled. ``not_pii_spans`` are stretches the annotators labelled as entities of no PII type (WNUT-17's
 products and creative works): what they cover is known to be no type at all, even where ``labelled_types`` leaves
 the rest of the record open. An adapter gives them as spans labelled ``NOT_PII`` ("O").
+``unjudged_spans`` are stretches whose label is unknown: the annotators marked a mention there that the schema may
+or may not count as PII (GUM's time mentions that are not calendar dates: "2005", "this morning"). Training leaves
+every label open on them and scoring sets aside a prediction inside one, so the record neither teaches nor judges
+what they hold. An adapter gives them as spans with ``"unjudged": True``.
 ``group`` names the template or source document a record came from; splits are drawn by group so no template
 or document is on both sides of a split.
 
@@ -238,14 +242,14 @@ def clean_record(record, audit):
     if not isinstance(text, str) or not text.strip():
         audit.reject_record(source, "missing_or_empty_text")
         return None
-    spans, not_pii = [], []
+    spans, not_pii, unjudged = [], [], []
     for raw in record.get("spans") or ():
         label = raw.get("label")
-        if label == NOT_PII:
+        if label == NOT_PII or raw.get("unjudged"):
             # Unplaceable, it is left out: the text then holds nothing the record would teach wrongly.
             placed = place_span(text, raw.get("start"), raw.get("end"), raw.get("value"), audit, source)
             if placed is not None and placed not in LOST_VALUE:
-                not_pii.append({"start": placed[0], "end": placed[1]})
+                (unjudged if raw.get("unjudged") else not_pii).append({"start": placed[0], "end": placed[1]})
             continue
         if label not in _PII_TYPE_SET:
             raise ValueError(f"adapter for {source!r} produced non-canonical label {label!r}")
@@ -271,6 +275,10 @@ def clean_record(record, audit):
     kept = [s for s in not_pii if not any(s["start"] < p["end"] and p["start"] < s["end"] for p in spans)]
     for _ in range(len(not_pii) - len(kept)):
         audit.reject(source, "not_pii_span_over_pii")
+    judged = spans + kept
+    open_spans = [s for s in unjudged if not any(s["start"] < p["end"] and p["start"] < s["end"] for p in judged)]
+    if len(open_spans) < len(unjudged):  # a calendar date holding a year: the date is judged, and wins
+        audit.note(source, "unjudged_span_inside_judged", len(unjudged) - len(open_spans))
     out = {
         "id": str(record["id"]),
         "source": source,
@@ -280,7 +288,20 @@ def clean_record(record, audit):
         "split": record["split"],
         "labelled_types": _labelled_types(record.get("labelled_types")),
         "not_pii_spans": sorted(kept, key=lambda s: s["start"]),
+        "unjudged_spans": union_of(open_spans),
     }
+    return out
+
+
+def union_of(stretches):
+    """Overlapping or touching character ranges joined into one, sorted: nested mentions ("the morning of that
+    day" around "that day") give one stretch."""
+    out = []
+    for s in sorted(stretches, key=lambda s: (s["start"], s["end"])):
+        if out and s["start"] <= out[-1]["end"]:
+            out[-1]["end"] = max(out[-1]["end"], s["end"])
+        else:
+            out.append({"start": s["start"], "end": s["end"]})
     return out
 
 
@@ -321,12 +342,13 @@ def _labelled_types(types):
 
 def check_record(record):
     """Raise ValueError when a unified record breaks an invariant (used by tests and the builder's final pass):
-    `span_problem` (over the spans and the not-PII spans together: neither overlaps the other), plus spans sorted and
-    without surrounding whitespace."""
-    not_pii = [{**span, "label": NOT_PII} for span in record.get("not_pii_spans") or ()]
-    problem = span_problem(record["text"], record["spans"] + not_pii, _PII_TYPE_SET | {NOT_PII})
+    `span_problem` (over the spans, the not-PII spans and the unjudged spans together: none overlaps another), plus
+    spans sorted and without surrounding whitespace."""
+    marked = [{**span, "label": NOT_PII} for span in record.get("not_pii_spans") or ()]
+    marked += [{**span, "label": NOT_PII} for span in record.get("unjudged_spans") or ()]
+    problem = span_problem(record["text"], record["spans"] + marked, _PII_TYPE_SET | {NOT_PII})
     if problem:
-        raise ValueError(f"{record['id']}: {problem} in {record['spans'] + not_pii}")
+        raise ValueError(f"{record['id']}: {problem} in {record['spans'] + marked}")
     text = record["text"]
     previous_end = 0
     for span in record["spans"]:

@@ -30,7 +30,7 @@ from piiner.evaluation.data import (
     read_jsonl,
     select_rows,
 )
-from piiner.evaluation.metrics import bootstrap_f1, relaxed_matches, span_metrics, unscored_spans
+from piiner.evaluation.metrics import bootstrap_f1, relaxed_matches, set_aside_unjudged, span_metrics, unscored_spans
 from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
 from piiner.pii_schema import TIER_OF
@@ -114,9 +114,22 @@ def _run_predictor(args, texts):
     return raw, time.perf_counter() - start
 
 
-def score(rows, gold, pred, types):
-    """``span_metrics`` of all rows, plus the overall scores of each source when the rows mix several."""
+def judged(rows, pred, types):
+    """`pred` without the predictions of the scored `types` inside the rows' unjudged spans, and the report entry
+    counting them (None when no row has an unjudged span)."""
+    unjudged = [r.get("unjudged_spans") for r in rows]
+    pred, set_aside = set_aside_unjudged(pred, unjudged, types)
+    if not any(unjudged):
+        return pred, None
+    return pred, {"spans": sum(set_aside.values()), "per_type": dict(set_aside.most_common())}
+
+
+def score(rows, gold, pred, types, set_aside=None):
+    """``span_metrics`` of all rows, plus the overall scores of each source when the rows mix several, and the
+    predictions set aside in unjudged spans (`judged`)."""
     report = span_metrics(gold, pred, types=types)
+    if set_aside is not None:
+        report["set_aside_unjudged"] = set_aside
     report["relaxed"] = relaxed_matches(gold, pred, types=types)
     if types:
         report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types,
@@ -180,8 +193,8 @@ def evaluate(args, command=None):
         write_predictions(args.save_predictions, rows, raw)
 
     merge = parse_label_map(args.merge_types)
-    gold, pred = _merged(gold, merge), _merged(pred, merge)
-    report = score(rows, gold, pred, types)
+    gold, (pred, set_aside) = _merged(gold, merge), judged(rows, _merged(pred, merge), types)
+    report = score(rows, gold, pred, types, set_aside)
     if seconds is not None:
         report["throughput"] = throughput(len(texts), n_chars, seconds)
     compared = {}
@@ -190,12 +203,13 @@ def evaluate(args, command=None):
         report["compare"] = {}
         for name in compare:
             if name.endswith(".jsonl"):
-                pred_b, timing = _merged(_read_predictions(name, rows, split_rows, label_map, dropped)[1], merge), {}
+                pred_b, timing = _read_predictions(name, rows, split_rows, label_map, dropped)[1], {}
             else:
                 raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=name), texts)
-                pred_b = _merged(_as_tuples(raw_b), merge)
+                pred_b = _as_tuples(raw_b)
                 timing = {"throughput": throughput(len(texts), n_chars, seconds_b)}
-            report["compare"][name] = dict(score(rows, gold, pred_b, types), **timing)
+            pred_b, set_aside_b = judged(rows, _merged(pred_b, merge), types)
+            report["compare"][name] = dict(score(rows, gold, pred_b, types, set_aside_b), **timing)
             compared[name] = pred_b
     # One set of document draws for every system: the intervals of their differences are paired.
     drawn = bootstrap_f1(gold, [pred, *compared.values()], [r.get("group") or r["id"] for r in rows], types,

@@ -110,6 +110,11 @@ def load_split(data, split="test"):
             raise ValueError(f"{row['_where']}: needs a string 'text'")
         if not isinstance(row.get("spans") if row.get("spans") is not None else [], list):
             raise ValueError(f"{row['_where']}: 'spans' must be a list")
+        for stretch in row.get("unjudged_spans") or ():
+            if not (isinstance(stretch, dict) and all(type(stretch.get(k)) is int for k in ("start", "end"))
+                    and 0 <= stretch["start"] < stretch["end"] <= len(row["text"])):
+                raise ValueError(f"{row['_where']}: each of 'unjudged_spans' must be {{\"start\", \"end\"}} with "
+                                 f"0 <= start < end <= len(text), got {stretch!r}")
         row["_row"] = i
         row.setdefault("id", str(i))
     return rows

@@ -78,6 +78,31 @@ def _text_matches(gold_spans, pred_spans, keep, i):
         yield span[2], matched, p[span] - matched, g[span] - matched
 
 
+def set_aside_unjudged(pred, unjudged_spans, types=None):
+    """Each text's predictions without those lying wholly inside one of its `unjudged_spans` (character ranges whose
+    label the gold leaves open, such as GUM's bare years), and the count set aside per type. A prediction that
+    reaches outside such a stretch is judged as usual.
+
+    Args:
+        pred: one list of spans per text.
+        unjudged_spans: one list of ``{"start", "end"}`` per text (None for none), or None for no text.
+        types: the scored types, or None for all: a prediction of another type is not judged anyway, so it stays
+            (for `unscored_spans` to count).
+    """
+    if unjudged_spans is None:
+        return pred, Counter()
+    if len(unjudged_spans) != len(pred):
+        raise ValueError(f"{len(unjudged_spans)} texts of unjudged spans but pred has {len(pred)}")
+    kept, set_aside = [], Counter()
+    for i, (spans, stretches) in enumerate(zip(pred, unjudged_spans)):
+        inside = [(types is None or span_type in types) and any(u["start"] <= start and end <= u["end"]
+                                                                for u in stretches or ())
+                  for start, end, span_type in to_spans(spans, f"pred text {i}")]
+        kept.append([span for span, out in zip(spans, inside) if not out])
+        set_aside.update(to_span(span)[2] for span, out in zip(spans, inside) if out)
+    return kept, set_aside
+
+
 def span_metrics(gold, pred, types=None):
     """Score predicted spans against gold spans, strictly.
 
@@ -231,4 +256,4 @@ def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None):
             "on_not_pii_spans": on_not_pii}
 
 
-__all__ = ["bootstrap_f1", "span_metrics", "scores", "to_span", "to_spans", "unscored_spans"]
+__all__ = ["bootstrap_f1", "scores", "set_aside_unjudged", "span_metrics", "to_span", "to_spans", "unscored_spans"]

@@ -136,6 +136,11 @@ def format_markdown(report, title=None):
                   + (f"; {u['on_not_pii_spans']} of them on stretches the gold labels as no PII type (wrong)"
                      if u.get("on_not_pii_spans") else ""),
                   _table(("type", "spans"), list(u["per_type"].items()))]
+    a = report.get("set_aside_unjudged")
+    if a and a["spans"]:
+        parts.append(f"{a['spans']} predicted spans lie inside stretches the gold leaves unjudged (a mention it may "
+                     "or may not count as PII, such as a bare year) and are not scored: "
+                     + ", ".join(f"{t} {n}" for t, n in a["per_type"].items()))
     t = report.get("throughput")
     if t:
         parts += ["### Throughput", _table(

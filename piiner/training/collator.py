@@ -13,7 +13,8 @@ class PiiNerCollator:
     input_ids get the tokenizer's pad id, attention_mask and token_type_ids 0, labels -100, char ids 0 (on a
     (B, T, C) grid whose C is the longest word, at least the widest char kernel). Columns that are not model
     inputs (offsets, example index) are left out. `not_pii_mask` (1 on tokens the annotators labelled as no PII type)
-    is padded with 0.
+    and `unjudged_mask` (1 on tokens whose label is unknown) are padded with 0; `unjudged_mask` only goes with
+    `num_labels` given (without partial annotation, an unjudged token is read as its "O").
 
     `unannotated_labels` (a list of label ids per window) becomes a (B, num_labels) bool tensor, and only when some
     window of the batch has one and `num_labels` is given: a batch of fully labelled windows is scored as before.
@@ -45,6 +46,8 @@ class PiiNerCollator:
             seq_len = -(-seq_len // self.pad_to_multiple_of) * self.pad_to_multiple_of
         pads = {"input_ids": self.pad_token_id, "attention_mask": 0, "token_type_ids": 0, "labels": IGNORE_INDEX,
                 "not_pii_mask": 0}
+        if self.num_labels and any(any(f.get("unjudged_mask") or ()) for f in features):
+            pads["unjudged_mask"] = 0
         batch = {}
         for name, pad in pads.items():
             if name not in features[0]:

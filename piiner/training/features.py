@@ -70,10 +70,10 @@ def unannotated_label_ids(labelled_types, label2id):
     return label_ids_of_types(label2id, every_type - set(labelled_types))
 
 
-def not_pii_mask(offsets, not_pii_spans):
-    """1 on each real token of a window that overlaps one of a record's `not_pii_spans` (character ranges), else 0:
-    the model's `not_pii_mask`."""
-    return [int(end > start and any(s["start"] < end and start < s["end"] for s in not_pii_spans))
+def stretch_mask(offsets, stretches):
+    """1 on each real token of a window that overlaps one of `stretches` (character ranges), else 0: the model's
+    `not_pii_mask` from a record's `not_pii_spans`, its `unjudged_mask` from its `unjudged_spans`."""
+    return [int(end > start and any(s["start"] < end and start < s["end"] for s in stretches))
             for start, end in offsets]
 
 
@@ -134,10 +134,12 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
     features["labels"] = []
     features["unannotated_labels"] = []
     features["not_pii_mask"] = []
+    features["unjudged_mask"] = []
     features["unreachable_spans"] = []
     first_window = {}
     labelled_types = batch.get("labelled_types") or [None] * len(batch["text"])
     not_pii = batch.get("not_pii_spans") or [None] * len(batch["text"])
+    unjudged = batch.get("unjudged_spans") or [None] * len(batch["text"])
     for w, (sample, offsets) in enumerate(zip(samples, encoding["offset_mapping"])):
         spans = batch["spans"][sample] or []
         try:
@@ -145,7 +147,8 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
         except ValueError as err:
             raise ValueError(f"record {batch['id'][sample]!r}: {err}") from None
         features["unannotated_labels"].append(unannotated_label_ids(labelled_types[sample], config.label2id))
-        features["not_pii_mask"].append(not_pii_mask(offsets, not_pii[sample] or []))
+        features["not_pii_mask"].append(stretch_mask(offsets, not_pii[sample] or []))
+        features["unjudged_mask"].append(stretch_mask(offsets, unjudged[sample] or []))
         first_window.setdefault(sample, w)
     for w, sample in enumerate(samples):
         # Counted once per record, on its first window, so the column sums to a count of spans.
@@ -160,7 +163,7 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
 def _code_digest():
     # Part of the cache fingerprint: a cached feature file must not outlive a change to the code that made it.
     source = inspect.getsource(encoding_piiner) + inspect.getsource(_encode_batch) + inspect.getsource(align_labels)
-    source += inspect.getsource(not_pii_mask)
+    source += inspect.getsource(stretch_mask)
     return hashlib.sha256(source.encode()).hexdigest()
 
 
@@ -168,16 +171,15 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
     """Tokenize one split of unified records into windows with labels and char ids.
 
     Args:
-        records (`datasets.Dataset`): columns id, text, spans, optionally labelled_types and not_pii_spans (any
-            others are dropped).
+        records (`datasets.Dataset`): columns id, text, spans, optionally labelled_types, not_pii_spans and
+            unjudged_spans (any others are dropped).
         tokenizer: a fast tokenizer (offsets are required).
         config: the model config (label2id, char vocabulary, max_word_chars).
         max_length, stride: window size and overlap in tokens.
 
     Returns:
         `datasets.Dataset` with one row per window: the model inputs (`labels`, `unannotated_labels`,
-        `not_pii_mask` among them), `offset_mapping` (into the
-        original text), `example_index` (row of `records`) and `unreachable_spans` (see `unreachable_spans`).
+        `not_pii_mask`, `unjudged_mask` among them), `offset_mapping` (into the original text), `example_index` (row of `records`) and `unreachable_spans` (see `unreachable_spans`).
     """
     for column in ("id", "text", "spans"):
         if column not in records.column_names:
@@ -195,7 +197,8 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
         )
     )
     ids = datasets.List(datasets.Value("int64"))
-    columns = {name: ids for name in ("input_ids", "attention_mask", "labels", "unannotated_labels", "not_pii_mask")}
+    columns = {name: ids for name in ("input_ids", "attention_mask", "labels", "unannotated_labels", "not_pii_mask",
+                                         "unjudged_mask")}
     if "token_type_ids" in tokenizer.model_input_names:
         columns["token_type_ids"] = ids
     columns.update(char_ids=datasets.List(ids), offset_mapping=datasets.List(ids),

@@ -2,13 +2,14 @@
 
 The Trainer hands over per-window Viterbi tags and confidences; windows of one text are merged
 (``decoding_piiner.merge_windows``), decoded to entities with exact offsets (``decode_entities``) and scored
-against the records' gold spans with ``evaluation.metrics.span_metrics``: the same path the pipeline takes.
+against the records' gold spans with ``evaluation.metrics.span_metrics`` (predictions inside a record's unjudged
+spans set aside): the same path the pipeline takes.
 """
 
 import numpy as np
 import torch
 
-from piiner.evaluation.metrics import span_metrics
+from piiner.evaluation.metrics import set_aside_unjudged, span_metrics
 from piiner.decoding_piiner import decode_entities, merge_windows
 
 
@@ -40,6 +41,7 @@ class SpanEvaluator:
     def __init__(self, records, features, config):
         self.texts = records["text"]
         self.gold = [[(s["start"], s["end"], s["label"]) for s in spans or ()] for spans in records["spans"]]
+        self.unjudged = records["unjudged_spans"] if "unjudged_spans" in records.column_names else None
         self.offsets = features["offset_mapping"]
         self.example_index = features["example_index"]
         self.id2label = {int(k): v for k, v in config.id2label.items()}
@@ -71,7 +73,7 @@ class SpanEvaluator:
         decoded_tags, tag_scores = eval_prediction.predictions
         predictions = self.predict_spans(np.asarray(decoded_tags), np.asarray(tag_scores))
         pred = [[(e["start"], e["end"], e["type"]) for e in entities] for entities in predictions]
-        report = span_metrics(self.gold, pred)
+        report = span_metrics(self.gold, set_aside_unjudged(pred, self.unjudged)[0])
         self.last_report, self.last_predictions = report, predictions
         return flatten_report(report)
 

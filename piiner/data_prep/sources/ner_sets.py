@@ -316,7 +316,8 @@ def _name_around(rows, head, first, last):
 
 
 def _gum_sentence(text, rows, source, audit):
-    """(text, spans): named persons, places and organizations, calendar dates among the time mentions. A mention is
+    """(text, spans): named persons, places and organizations, calendar dates among the time mentions (the other
+    time mentions as unjudged spans: see ``records``). A mention is
     a name when its syntactic head is a proper noun, or has one as a flat or appositive child ("author Truman
     Capote"; "the Libertarian Party's nominee" is not a name); its span is the name around that head, so an
     apposition, a relative clause or a second name after a comma stays out ("Cambridge, Massachusetts" gives
@@ -333,9 +334,13 @@ def _gum_sentence(text, rows, source, audit):
             continue
         if label == "DATE":
             span_text = text[starts[first]:starts[last] + len(words[last])]
+            span = {"start": starts[first], "end": starts[last] + len(words[last]), "label": "DATE"}
             if _CALENDAR_DATE.search(span_text):
-                spans.append({"start": starts[first], "end": starts[last] + len(words[last]), "label": "DATE"})
+                spans.append(span)
                 audit.note(source, "time_mention_as_DATE")
+            else:  # "2005", "this morning", "the 1990s": the schema's DATE may or may not hold them
+                spans.append({**span, "unjudged": True})
+                audit.note(source, "time_mention_unjudged")
             continue
         head = _mention_head(rows, first, last)
         if rows[head][3] != "PROPN" or _is_office(rows, head, attributes[0]):

@@ -82,10 +82,11 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 def set_into(record, carrier, rng):
     """`record`'s text set into a real text between two of its sentences (or before or after it): real prose around
     the PII. The carrier's annotation covers only some types, so the record's ``labelled_types`` are the carrier's
-    plus the types placed in it; the group names both, so neither crosses a split. The carrier's not-PII spans
-    move with it (as spans labelled ``NOT_PII``, the way an adapter gives them)."""
+    plus the types placed in it; the group names both, so neither crosses a split. The carrier's not-PII and
+    unjudged spans move with it (as an adapter gives them: spans labelled ``NOT_PII``, the latter ``unjudged``)."""
     text = carrier["text"]
     carried = carrier["spans"] + [{**s, "label": NOT_PII} for s in carrier.get("not_pii_spans") or ()]
+    carried += [{**s, "label": NOT_PII, "unjudged": True} for s in carrier.get("unjudged_spans") or ()]
     cut = rng.choice([0, len(text)] + [m.end() for m in _SENTENCE_END.finditer(text)])
     if any(s["start"] < cut < s["end"] for s in carried):
         cut = len(text)
