@@ -200,11 +200,16 @@ def test_predictions_inside_an_unjudged_stretch_are_set_aside_for_every_system(t
     assert "set_aside_unjudged" not in _run("--predictions", predictions, "--data", plain)
 
 
-def test_a_malformed_unjudged_span_is_named(tmp_path):
-    gold = _write_jsonl(tmp_path / "gold.jsonl", [{"id": "a", "text": "in 2005", "spans": [],
-                                                   "unjudged_spans": [{"start": 3, "end": 70}]}])
-    with pytest.raises(SystemExit, match=r"gold.jsonl:1: each of 'unjudged_spans' must be"):
-        _run("--baseline", "regex", "--data", gold)
+@pytest.mark.parametrize("field, value, problem", [
+    ("unjudged_spans", [{"start": 3, "end": 70}], "unjudged_spans_not_character_ranges_of_the_text"),
+    ("not_pii_spans", [{"start": "x"}], "not_pii_spans_not_character_ranges_of_the_text"),  # was a KeyError
+    ("labelled_types", "PERSON", "labelled_types_not_a_list_of_types"),  # was read as the letters P, E, R, ...
+])
+def test_a_malformed_annotation_field_is_named(tmp_path, field, value, problem):
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{"id": "a", "text": "mail a@b.com in 2005", "spans": [],
+                                                   field: value}])
+    with pytest.raises(SystemExit, match=rf"gold.jsonl:1: {problem} \({field}="):
+        _run("--baseline", "regex", "--data", gold, "--types", "PERSON")
 
 
 def test_regex_baseline_from_a_saved_dataset_dict(tmp_path):

@@ -10,7 +10,7 @@ import torch
 from conftest import REPO_ROOT, tiny_bert_config
 
 from piiner.configuration_piiner import PiiNerConfig
-from piiner.pii_schema import LABEL2ID
+from piiner.pii_schema import LABEL2ID, TIER_OF
 from piiner.training.args import DataArguments, PiiTrainingArguments, parse_args, parse_tier_weights
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
 from piiner.training.collator import PiiNerCollator
@@ -420,6 +420,24 @@ def test_tokens_of_an_unjudged_span_are_marked_through_features_and_batches(tiny
     assert batch["unjudged_mask"].tolist() == [marks, [0] * len(marks)]
     assert "unjudged_mask" not in PiiNerCollator(pad_token_id=0, num_labels=len(LABEL2ID))(rows[1:])
     assert "unjudged_mask" not in PiiNerCollator(pad_token_id=0)(rows)  # partial_annotation: false reads "O"
+
+
+def test_records_whose_annotation_fields_cannot_be_read_are_rejected_by_reason():
+    """A type name the model does not have in `labelled_types` ("PER") would leave PERSON open on every "O" of the
+    record, and a stretch off the text would mark the wrong tokens: such records are rejected, counted by reason."""
+    from piiner.training.features import RecordCheck
+
+    good = {"id": "good", "text": "ann moved in 2005", "spans": [{"start": 0, "end": 3, "label": "PERSON"}],
+            "labelled_types": ["PERSON"], "not_pii_spans": [], "unjudged_spans": [{"start": 13, "end": 17}]}
+    records = datasets.Dataset.from_list([
+        good, {**good, "id": "per", "labelled_types": ["PER"]},
+        {**good, "id": "off-text", "unjudged_spans": [{"start": 13, "end": 40}]},
+        {**good, "id": "backwards", "not_pii_spans": [{"start": 9, "end": 4}]}])
+    check = RecordCheck("training")
+    assert check(records, set(TIER_OF))["id"] == ["good"]
+    assert check.rejected == {"labelled_types_not_a_list_of_types": ["per"],
+                              "unjudged_spans_not_character_ranges_of_the_text": ["off-text"],
+                              "not_pii_spans_not_character_ranges_of_the_text": ["backwards"]}
 
 
 def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(tiny_tokenizer):

@@ -330,6 +330,29 @@ def span_problem(text, spans, types=_PII_TYPE_SET):
     return None
 
 
+ANNOTATION_FIELDS = ("labelled_types", "not_pii_spans", "unjudged_spans")
+
+
+def annotation_problem(text, record, types=_PII_TYPE_SET):
+    """Why a record's optional annotation fields cannot be read, or None: ``labelled_types`` null or a list of names
+    in `types` (None: any name; a bare string would be read letter by letter), ``not_pii_spans`` and
+    ``unjudged_spans`` null or lists of ``{"start", "end"}`` with integer ``0 <= start < end <= len(text)``."""
+    labelled = record.get("labelled_types")
+    if labelled is not None and (not isinstance(labelled, (list, tuple))
+                                 or not all(isinstance(t, str) and (types is None or t in types) for t in labelled)):
+        return "labelled_types_not_a_list_of_types"
+    for field in ANNOTATION_FIELDS[1:]:
+        stretches = record.get(field)
+        if stretches is None:
+            continue
+        if not isinstance(stretches, (list, tuple)) or not all(
+                isinstance(s, dict) and all(isinstance(s.get(k), int) and not isinstance(s.get(k), bool)
+                                            for k in ("start", "end")) and 0 <= s["start"] < s["end"] <= len(text)
+                for s in stretches):
+            return f"{field}_not_character_ranges_of_the_text"
+    return None
+
+
 def _labelled_types(types):
     """The types a record's annotation covers, sorted (None: every type, as in the synthetic data)."""
     if types is None:

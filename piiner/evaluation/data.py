@@ -12,6 +12,7 @@ import json
 import os
 from collections import Counter
 
+from piiner.data_prep.records import ANNOTATION_FIELDS, annotation_problem
 from piiner.pii_schema import TIER_OF
 
 # Label-map targets that mean "not PII for us": the span is dropped (and counted).
@@ -110,11 +111,10 @@ def load_split(data, split="test"):
             raise ValueError(f"{row['_where']}: needs a string 'text'")
         if not isinstance(row.get("spans") if row.get("spans") is not None else [], list):
             raise ValueError(f"{row['_where']}: 'spans' must be a list")
-        for stretch in row.get("unjudged_spans") or ():
-            if not (isinstance(stretch, dict) and all(type(stretch.get(k)) is int for k in ("start", "end"))
-                    and 0 <= stretch["start"] < stretch["end"] <= len(row["text"])):
-                raise ValueError(f"{row['_where']}: each of 'unjudged_spans' must be {{\"start\", \"end\"}} with "
-                                 f"0 <= start < end <= len(text), got {stretch!r}")
+        problem = annotation_problem(row["text"], row, types=None)
+        if problem:
+            given = ", ".join(f"{f}={row[f]!r}" for f in ANNOTATION_FIELDS if row.get(f) is not None)
+            raise ValueError(f"{row['_where']}: {problem} ({given})")
         row["_row"] = i
         row.setdefault("id", str(i))
     return rows

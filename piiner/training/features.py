@@ -15,7 +15,7 @@ import datasets
 from datasets.fingerprint import Hasher
 
 from piiner import encoding_piiner
-from piiner.data_prep.records import span_problem
+from piiner.data_prep.records import ANNOTATION_FIELDS, annotation_problem, span_problem
 from piiner.pii_schema import TIER_OF, label_ids_of_types, split_label
 from piiner.encoding_piiner import encode_texts
 
@@ -90,7 +90,8 @@ def unreachable_spans(offsets_per_window, spans):
 
 class RecordCheck:
     """Records of one split checked before they become windows: kept ones get their spans sorted; a record that
-    cannot be labelled is rejected by id and counted by reason (`span_problem`), never half-labelled."""
+    cannot be labelled is rejected by id and counted by reason (`span_problem`, `annotation_problem`), never
+    half-labelled."""
 
     def __init__(self, name):
         self.name, self.rejected = name, {}
@@ -101,9 +102,13 @@ class RecordCheck:
             raise ValueError(f"the {self.name} records have no {sorted(missing)} column(s) "
                              f"(columns: {records.column_names})")
         keep, unsorted = [], False
-        for i, (record_id, text, spans) in enumerate(zip(records["id"], records["text"], records["spans"])):
+        fields = [f for f in ANNOTATION_FIELDS if f in records.column_names]
+        annotations = zip(*(records[f] for f in fields)) if fields else iter(lambda: (), None)
+        for i, (record_id, text, spans, annotation) in enumerate(zip(records["id"], records["text"], records["spans"],
+                                                                     annotations)):
             spans = [] if spans is None else spans
-            problem = span_problem(text, spans, label_types)
+            problem = span_problem(text, spans, label_types) or annotation_problem(
+                text, dict(zip(fields, annotation)), label_types)
             if problem:
                 self.rejected.setdefault(problem, []).append(str(record_id))
                 continue
