@@ -59,6 +59,7 @@ class PiiNerConfig(PreTrainedConfig):
             The types an entity may keep across a line break. An entity of any other type ends at one, and a token
             after the break tagged I- starts a new entity: the encoder's tokenizer reads a line break as a space, so
             without this the model runs a name on the last line of a heading or a form field into the next line.
+            No entity keeps across a blank line (the end of a paragraph or a message).
         use_crf (`bool`, defaults to `True`):
             Decode with the BIO CRF (Viterbi, marginals); `False` takes each token's most likely label from a
             softmax over the emissions (an "I-" that may not stand is read as "B-"): the ablation without the CRF.

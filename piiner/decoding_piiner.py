@@ -91,7 +91,8 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, 
     An entity runs from the start of its B- token (or of a stray I- token, which starts a new entity rather than
     being dropped) to the end of the last following I- token of the same type; `word == text[start:end]`. An I-
     token after a line break continues the entity only for a type in `multiline_types` (`config.multiline_types`:
-    an address); for any other type it starts a new entity, as a stray I- does.
+    an address), and after a blank line (two line breaks) for no type: otherwise it starts a new entity, as a stray
+    I- does.
     Special and padding tokens (`start == end`) and tokens outside the CRF chain (tag id < 0, e.g. -100) are
     skipped. The entity's `score` is the *minimum* of its tokens'
     confidences: an entity is no more certain than its least certain token, and for CRF marginals the minimum
@@ -116,7 +117,7 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, 
             continue
         prefix, entity_type = _label_of(tag_id, id2label)
         if (prefix == "I" and current is not None and current[0] == entity_type
-                and (entity_type in multiline_types or "\n" not in text[current[2]:start])):
+                and text[current[2]:start].count("\n") < (2 if entity_type in multiline_types else 1)):
             current[2] = end
             current[3].append(score)
             continue

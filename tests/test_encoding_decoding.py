@@ -316,7 +316,7 @@ def test_decode_stray_inside_tag_starts_an_entity_and_type_change_splits():
     assert got[0]["tier"] == 1 and got[1]["tier"] == 4
 
 
-def test_an_entity_ends_at_a_line_break_unless_its_type_runs_over_lines():
+def test_an_entity_ends_at_a_line_break_unless_its_type_runs_over_lines_and_every_entity_at_a_blank_line():
     # The tokenizer reads a line break as a space, so the model can tag a name on to the next line: "Coach: Lisa
     # Gilette\nKristen Quinn" is two persons, "Name: John\nTIN: ..." a person and then a field label.
     text = "Coach: Lisa Gilette\nKristen Quinn\n12 Main St\nSpringfield"
@@ -327,6 +327,13 @@ def test_an_entity_ends_at_a_line_break_unless_its_type_runs_over_lines():
     got = decode_entities(text, offsets, ids, [0.9] * len(ids), ID2LABEL, TIER_OF, ["STREET_ADDRESS"])
     assert [(e["type"], e["word"]) for e in got] == [
         ("PERSON", "Lisa Gilette"), ("PERSON", "Kristen Quinn"), ("STREET_ADDRESS", "12 Main St\nSpringfield")]
+    # A blank line ends a paragraph, and any entity with it: an address does not run on into the next message
+    # ("... Springfield\n\nKristen Quinn's order", tagged I-STREET_ADDRESS throughout, is an address and a name).
+    text = "12 Main St\nSpringfield\n \nKristen Quinn"
+    offsets = [(0, 2), (3, 7), (8, 10), (11, 22), (25, 32), (33, 38)]
+    ids = [LABEL2ID["B-STREET_ADDRESS"]] + [LABEL2ID["I-STREET_ADDRESS"]] * 5
+    got = decode_entities(text, offsets, ids, [0.9] * len(ids), ID2LABEL, TIER_OF, ["STREET_ADDRESS"])
+    assert [e["word"] for e in got] == ["12 Main St\nSpringfield", "Kristen Quinn"]
     # The model's config says which types run over lines: by default the address, where the schema has one.
     config = PiiNerConfig(encoder_config=BertConfig(hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
                                                     intermediate_size=8, vocab_size=10))
