@@ -60,6 +60,12 @@ class PiiNerConfig(PreTrainedConfig):
             after the break tagged I- starts a new entity: the encoder's tokenizer reads a line break as a space, so
             without this the model runs a name on the last line of a heading or a form field into the next line.
             No entity keeps across a blank line (the end of a paragraph or a message).
+        line_break_marker (`str`, *optional*):
+            One character the encoder's tokenizer reads in place of each line break. Tokenizers drop "\n" as
+            whitespace, so without it the encoder cannot tell "Ann Lee\n\nBob called" from "Ann Lee Bob called".
+            The marker's token has no characters of its own (its char ids are empty), so it stays outside the CRF
+            chain: labels and entities are read as before. `piiner-train` sets "¶" for a new model; None (the
+            default, and every model saved before the field existed) leaves line breaks invisible.
         use_crf (`bool`, defaults to `True`):
             Decode with the BIO CRF (Viterbi, marginals); `False` takes each token's most likely label from a
             softmax over the emissions (an "I-" that may not stand is read as "B-"): the ablation without the CRF.
@@ -95,6 +101,7 @@ class PiiNerConfig(PreTrainedConfig):
     fusion: str = "gate"
     use_crf: bool = True
     multiline_types: list[str] | tuple[str, ...] | None = None
+    line_break_marker: str | None = None
     initializer_range: float = 0.02
 
     def __post_init__(self, **kwargs):
@@ -131,6 +138,11 @@ class PiiNerConfig(PreTrainedConfig):
         unknown = sorted(set(self.multiline_types) - label_types)
         if unknown:
             raise ValueError(f"multiline_types names types that are not label types: {unknown}")
+        if self.line_break_marker is not None and (not isinstance(self.line_break_marker, str)
+                                                   or len(self.line_break_marker) != 1
+                                                   or self.line_break_marker.isspace()):
+            raise ValueError(f"line_break_marker must be one character that is not whitespace (offsets into the "
+                             f"text stay exact), got {self.line_break_marker!r}")
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion={self.fusion!r} is not one of {FUSIONS}")
         if self.max_word_chars < max(self.char_kernel_sizes):

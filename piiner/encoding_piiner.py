@@ -216,6 +216,10 @@ def default_max_length(tokenizer, config):
     return int(min(limits))
 
 
+def _with_markers(text, marker):
+    return text.replace("\n", marker) if marker else text
+
+
 def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_tensors="pt"):
     """Tokenize texts for piiner: windows, offsets and char ids.
 
@@ -225,8 +229,8 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
     Args:
         tokenizer: a fast (Rust) tokenizer: the offsets it returns are what maps predictions back to the text.
         texts (`str` or `list[str]`): the texts, as they are (no normalisation; offsets point into them).
-        config: the model config (`PiiNerConfig`): `max_word_chars`, `char_vocab_size`, `char_kernel_sizes`
-            and the encoder's `max_position_embeddings` are read from it.
+        config: the model config (`PiiNerConfig`): `max_word_chars`, `char_vocab_size`, `char_kernel_sizes`,
+            `line_break_marker` and the encoder's `max_position_embeddings` are read from it.
         max_length (`int`, *optional*): tokens per window, special tokens included (default: `default_max_length`).
         stride (`int`, *optional*): tokens shared by consecutive windows (default: a quarter of `max_length`).
         return_tensors (`"pt"` or `None`): tensors padded to the longest window, or plain lists.
@@ -259,10 +263,12 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
             f"stride={stride} must be >= 0 and < {room} (max_length={max_length} minus the special tokens), "
             "or consecutive windows would not advance"
         )
+    marker = getattr(config, "line_break_marker", None)
     encoding = tokenizer(
-        # Lone surrogates (which no UTF-8 tokenizer accepts) as U+FFFD, one code point for one: offsets stay those
-        # of the original text, which the char ids and the entities are read from.
-        [_LONE_SURROGATE.sub("\ufffd", text) for text in texts],
+        # Lone surrogates (which no UTF-8 tokenizer accepts) as U+FFFD and line breaks as the config's marker, one
+        # code point for one: offsets stay those of the original text, which the char ids and the entities are
+        # read from (a marker's token reads "\n" there, which has no characters: no char ids, no CRF position).
+        [_with_markers(_LONE_SURROGATE.sub("\ufffd", text), marker) for text in texts],
         truncation=True,
         max_length=max_length,
         stride=stride,

@@ -84,7 +84,9 @@ def build_model(model_args):
         model = PiiNerForTokenClassification.from_pretrained(source, **overrides)
     else:
         source = resolve_backbone(model_args.model_name_or_path)
-        model = PiiNerForTokenClassification.from_backbone(source, **overrides)
+        marker = model_args.line_break_marker
+        model = PiiNerForTokenClassification.from_backbone(
+            source, line_break_marker=None if marker.lower() in ("", "none") else marker, **overrides)
     tokenizer = AutoTokenizer.from_pretrained(resolve_backbone(model_args.tokenizer_name_or_path or source))
     if not tokenizer.is_fast:
         raise SystemExit(f"the tokenizer of {source} is not a fast tokenizer: piiner needs token offsets")

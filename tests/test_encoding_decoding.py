@@ -173,6 +173,22 @@ def test_encode_texts_adds_char_ids_matching_token_char_ids(tiny_tokenizer):
         assert not enc["char_ids"][w, :, width:].any()
 
 
+def test_a_line_break_marker_makes_each_line_break_a_token_without_characters(tiny_tokenizer):
+    """The tokenizer drops "\n" as whitespace: with the config's marker the encoder sees one token per line break,
+    at the break's own offsets, with no char ids (so outside the CRF chain); every other token is as before."""
+    text = "Ann Lee\n\nBob called"
+    plain = encode_texts(tiny_tokenizer, [text], CONFIG, return_tensors=None)
+    marked = encode_texts(tiny_tokenizer, [text], PiiNerConfig(line_break_marker="\u00b6"), return_tensors=None)
+    offsets = [tuple(o) for o in marked["offset_mapping"][0]]
+    breaks = [k for k, (a, b) in enumerate(offsets) if b > a and text[a:b] == "\n"]
+    assert [offsets[k] for k in breaks] == [(7, 8), (8, 9)]
+    assert not any(any(marked["char_ids"][0][k]) for k in breaks)
+    assert [o for k, o in enumerate(offsets) if k not in breaks] == [tuple(o) for o in plain["offset_mapping"][0]]
+    for bad in ("\n", "ab"):
+        with pytest.raises(ValueError, match="line_break_marker must be one character that is not whitespace"):
+            PiiNerConfig(line_break_marker=bad)
+
+
 @given(
     st.lists(
         st.one_of(st.text(alphabet="ab(J)@.-:9é中🙂", min_size=1, max_size=14), st.sampled_from([" ", "\t", "\n  "])),

@@ -176,6 +176,7 @@ def test_output_folder_is_a_complete_hub_repo(full_run):
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["id2label"]["1"] == LABELS[1] and len(config["id2label"]) == 83
     assert config["type_to_tier"] == TIER_OF
+    assert config["line_break_marker"] == "\u00b6"  # a new model reads line breaks
     assert "AutoModelForTokenClassification" in config["auto_map"]
     assert "token-classification" in config["custom_pipelines"]
     card = open(os.path.join(out, "README.md")).read()
@@ -323,6 +324,16 @@ def test_records_entering_training_are_checked_sorted_and_rejected_by_name(run_i
                     "--eval_strategy", "no", "--save_strategy", "no"))
     logged = capsys.readouterr().out
     assert "training: 3 of 4 records rejected" in logged and "past-the-end" in logged
+
+
+def test_a_new_model_reads_line_breaks_unless_told_not_to(run_inputs):
+    from piiner.train import build_model
+    from piiner.training.args import ModelArguments
+
+    backbone, _ = run_inputs
+    assert build_model(ModelArguments(model_name_or_path=backbone))[1].config.line_break_marker == "\u00b6"
+    _, model = build_model(ModelArguments(model_name_or_path=backbone, line_break_marker="none"))
+    assert model.config.line_break_marker is None
 
 
 def test_source_repeats_naming_a_source_with_no_training_record_is_an_error(run_inputs, tmp_path):

@@ -10,7 +10,7 @@ import torch
 from conftest import REPO_ROOT, tiny_bert_config
 
 from piiner.configuration_piiner import PiiNerConfig
-from piiner.pii_schema import LABEL2ID, TIER_OF
+from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 from piiner.training.args import DataArguments, PiiTrainingArguments, parse_args, parse_tier_weights
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
 from piiner.training.collator import PiiNerCollator
@@ -438,6 +438,26 @@ def test_records_whose_annotation_fields_cannot_be_read_are_rejected_by_reason()
     assert check.rejected == {"labelled_types_not_a_list_of_types": ["per"],
                               "unjudged_spans_not_character_ranges_of_the_text": ["off-text"],
                               "not_pii_spans_not_character_ranges_of_the_text": ["backwards"]}
+
+
+def test_line_break_markers_get_no_label_and_the_loss_runs_over_the_rest(tiny_tokenizer):
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+
+    text = "ann lee\n12 main st\n\nbob"
+    records = datasets.Dataset.from_list([{"id": "r", "text": text, "spans": [
+        {"start": 0, "end": 7, "label": "PERSON"}, {"start": 8, "end": 18, "label": "STREET_ADDRESS"},
+        {"start": 20, "end": 23, "label": "PERSON"}]}])
+    config = PiiNerConfig(encoder_config=tiny_bert_config(), line_break_marker="\u00b6")
+    features = build_features(records, tiny_tokenizer, config, max_length=64, stride=2)
+    plain = build_features(records, tiny_tokenizer, PiiNerConfig(encoder_config=tiny_bert_config()), 64, 2)[0]
+    marked = [(text[a:b], label) for (a, b), label in zip(features[0]["offset_mapping"], features[0]["labels"])]
+    assert [label for word, label in marked if word == "\n"] == [-100] * 3
+    assert [label for word, label in marked if word != "\n"] == plain["labels"]  # B-/I- as without markers
+    assert {ID2LABEL[label] for label in plain["labels"] if label >= 0} == {
+        "B-PERSON", "I-PERSON", "B-STREET_ADDRESS", "I-STREET_ADDRESS"}
+    batch = PiiNerCollator(pad_token_id=0, min_chars=5)(
+        [{k: features[0][k] for k in ("input_ids", "attention_mask", "labels", "char_ids")}])
+    assert torch.isfinite(PiiNerForTokenClassification(config)(**batch).loss)
 
 
 def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(tiny_tokenizer):

@@ -91,6 +91,10 @@ class ModelArguments:
         default=None, metadata={"help": "Architecture ablation: 'gate' (default), 'sum' (no gate) or 'none' (no char CNN)."}
     )
     use_crf: bool | None = field(default=None, metadata={"help": "Architecture ablation: false decodes without the CRF."})
+    line_break_marker: str = field(
+        default="\u00b6", metadata={"help": "The character the encoder reads for each line break in a new model "
+                                          "(config.line_break_marker; 'none': line breaks stay invisible). A model "
+                                          "from --init_from_checkpoint keeps its own."})
 
 
 @dataclass

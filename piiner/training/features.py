@@ -148,9 +148,12 @@ def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
     for w, (sample, offsets) in enumerate(zip(samples, encoding["offset_mapping"])):
         spans = batch["spans"][sample] or []
         try:
-            features["labels"].append(align_labels(offsets, spans, config.label2id))
+            labels = align_labels(offsets, spans, config.label2id)
         except ValueError as err:
             raise ValueError(f"record {batch['id'][sample]!r}: {err}") from None
+        # A token with no characters (a line-break marker) is outside the CRF chain: no label.
+        features["labels"].append([label if any(chars) else IGNORE_INDEX
+                                   for label, chars in zip(labels, encoding["char_ids"][w])])
         features["unannotated_labels"].append(unannotated_label_ids(labelled_types[sample], config.label2id))
         features["not_pii_mask"].append(stretch_mask(offsets, not_pii[sample] or []))
         features["unjudged_mask"].append(stretch_mask(offsets, unjudged[sample] or []))
