@@ -2,17 +2,17 @@
 
 A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "group", "labelled_types",
 "not_pii_spans": [{"start", "end"}], "unjudged_spans": [{"start", "end"}]}``: character offsets into ``text``,
-end-exclusive, canonical type names from ``piiner.pii_schema``, spans sorted and non-overlapping. ``labelled_types`` lists the types the record's annotators
-labelled (a NER corpus: persons, places, organizations); any other type may be present unlabelled. None means every
-type was labelled. ``not_pii_spans`` are stretches the annotators labelled as entities of no PII type (WNUT-17's
-products and creative works): what they cover is known to be no type at all, even where ``labelled_types`` leaves
-the rest of the record open. An adapter gives them as spans labelled ``NOT_PII`` ("O").
-``unjudged_spans`` are stretches whose label is unknown: the annotators marked a mention there that the schema may
-or may not count as PII (GUM's time mentions that are not calendar dates: "2005", "this morning"). Training leaves
-every label open on them and scoring sets aside a prediction inside one, so the record neither teaches nor judges
-what they hold. An adapter gives them as spans with ``"unjudged": True``.
-``group`` names the template or source document a record came from; splits are drawn by group so no template
-or document is on both sides of a split.
+end-exclusive, canonical type names from ``piiner.pii_schema``, spans sorted and non-overlapping.
+``labelled_types`` lists the types the record's annotators labelled (a NER corpus: persons, places,
+organizations); any other type may be present unlabelled. None means every type was labelled. ``not_pii_spans``
+are stretches the annotators labelled as entities of no PII type (WNUT-17's products and creative works): what they
+cover is known to be no type at all, even where ``labelled_types`` leaves the rest of the record open. An adapter
+gives them as spans labelled ``NOT_PII`` ("O"). ``unjudged_spans`` are stretches whose label is unknown: the
+annotators marked a mention there that the schema may or may not count as PII (GUM's time mentions that are not
+calendar dates: "2005", "this morning"). Training leaves every label open on them and scoring sets aside a
+prediction inside one, so the record neither teaches nor judges what they hold. An adapter gives them as spans with
+``"unjudged": True``. ``group`` names the template or source document a record came from; splits are drawn by
+group so no template or document is on both sides of a split.
 
 ``clean_record`` applies, in this order (each step counted in the audit under the record's source); a record with a
 span that steps 1-2 cannot place is dropped whole (``span_out_of_range`` etc.), because its text still holds the

@@ -10,6 +10,7 @@ entity labels its first entity token B-, because the BIO CRF forbids a sequence 
 import bisect
 import hashlib
 import inspect
+import itertools
 
 import datasets
 from datasets.fingerprint import Hasher
@@ -103,7 +104,7 @@ class RecordCheck:
                              f"(columns: {records.column_names})")
         keep, unsorted = [], False
         fields = [f for f in ANNOTATION_FIELDS if f in records.column_names]
-        annotations = zip(*(records[f] for f in fields)) if fields else iter(lambda: (), None)
+        annotations = zip(*(records[f] for f in fields)) if fields else itertools.repeat(())
         for i, (record_id, text, spans, annotation) in enumerate(zip(records["id"], records["text"], records["spans"],
                                                                      annotations)):
             spans = [] if spans is None else spans
