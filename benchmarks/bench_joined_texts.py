@@ -49,8 +49,7 @@ def back_to_texts(entities, starts, texts, per_doc):
 
 def f1(rows, pred, types):
     pred = set_aside_unjudged(pred, [r.get("unjudged_spans") for r in rows], types)[0]
-    gold = [[(s["start"], s["end"], s["label"]) for s in r["spans"] or ()] for r in rows]
-    return span_metrics(gold, pred, types=types)["overall"]["f1"]
+    return span_metrics([r["spans"] for r in rows], pred, types=types)["overall"]["f1"]
 
 
 def main():
@@ -76,8 +75,7 @@ def main():
         if not rows:
             raise SystemExit(f"{args.data} has no {args.split} row of source {source!r}")
         texts, types = [r["text"] for r in rows], SCORED_TYPES.get(source)
-        alone = [[(e["start"], e["end"], e["type"]) for e in found]
-                 for found in tagger(texts, batch_size=args.batch_size)]
+        alone = tagger(texts, batch_size=args.batch_size)
         cells = [source, f"{len(rows):,}", f"{f1(rows, alone, types):.3f}"]
         for joiner in joiners:
             documents, starts = joined(texts, args.per_doc, joiner)

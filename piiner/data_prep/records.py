@@ -305,6 +305,15 @@ def union_of(stretches):
     return out
 
 
+def _range_problem(text, start, end):
+    """Why `start`, `end` are not the offsets of a character range of `text`, or None."""
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end)):
+        return "offset_not_an_integer"
+    if not 0 <= start < end <= len(text):
+        return "span_out_of_range"
+    return None
+
+
 def span_problem(text, spans, types=_PII_TYPE_SET):
     """Why `spans` cannot label `text`, or None: each span a dict with integer `start < end` inside the text and a
     `label` in `types`, and no two overlapping (in any order; sort by start before use)."""
@@ -317,10 +326,9 @@ def span_problem(text, spans, types=_PII_TYPE_SET):
         if not isinstance(span, dict):
             return "span_not_an_object"
         start, end, label = span.get("start"), span.get("end"), span.get("label")
-        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end)):
-            return "offset_not_an_integer"
-        if not 0 <= start < end <= len(text):
-            return "span_out_of_range"
+        problem = _range_problem(text, start, end)
+        if problem:
+            return problem
         if label not in types:
             return "unknown_label"
         placed.append((start, end))
@@ -346,9 +354,7 @@ def annotation_problem(text, record, types=_PII_TYPE_SET):
         if stretches is None:
             continue
         if not isinstance(stretches, (list, tuple)) or not all(
-                isinstance(s, dict) and all(isinstance(s.get(k), int) and not isinstance(s.get(k), bool)
-                                            for k in ("start", "end")) and 0 <= s["start"] < s["end"] <= len(text)
-                for s in stretches):
+                isinstance(s, dict) and _range_problem(text, s.get("start"), s.get("end")) is None for s in stretches):
             return f"{field}_not_character_ranges_of_the_text"
     return None
 

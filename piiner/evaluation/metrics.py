@@ -95,11 +95,12 @@ def set_aside_unjudged(pred, unjudged_spans, types=None):
         raise ValueError(f"{len(unjudged_spans)} texts of unjudged spans but pred has {len(pred)}")
     kept, set_aside = [], Counter()
     for i, (spans, stretches) in enumerate(zip(pred, unjudged_spans)):
+        normalised = to_spans(spans, f"pred text {i}")
         inside = [(types is None or span_type in types) and any(u["start"] <= start and end <= u["end"]
                                                                 for u in stretches or ())
-                  for start, end, span_type in to_spans(spans, f"pred text {i}")]
+                  for start, end, span_type in normalised]
         kept.append([span for span, out in zip(spans, inside) if not out])
-        set_aside.update(to_span(span)[2] for span, out in zip(spans, inside) if out)
+        set_aside.update(span_type for (_, _, span_type), out in zip(normalised, inside) if out)
     return kept, set_aside
 
 

@@ -188,7 +188,8 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
 
     Returns:
         `datasets.Dataset` with one row per window: the model inputs (`labels`, `unannotated_labels`,
-        `not_pii_mask`, `unjudged_mask` among them), `offset_mapping` (into the original text), `example_index` (row of `records`) and `unreachable_spans` (see `unreachable_spans`).
+        `not_pii_mask`, `unjudged_mask` among them), `offset_mapping` (into the original text), `example_index`
+        (row of `records`) and `unreachable_spans` (see `unreachable_spans`).
     """
     for column in ("id", "text", "spans"):
         if column not in records.column_names:
