@@ -24,7 +24,7 @@ from piiner.training.args import parse_args, resolve_backbone
 from piiner.training.callbacks import HubFilesCallback, NonFiniteGuard
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts
 from piiner.training.collator import PiiNerCollator
-from piiner.training.features import RecordCheck, build_features, oversample
+from piiner.training.features import RecordCheck, build_features, join_records, oversample
 from piiner.evaluation.model_card import training_card_inputs, write_model_card
 from piiner.training.args import EMBEDDED_MINILM
 from piiner.training.hub import ensure_code_files, format_upload_plan, upload_plan
@@ -141,22 +141,28 @@ def main(argv=None, extra_callbacks=()):
         if data_args.test_split in records else None
     )
 
+    # What the model trains on: the records, joined into longer texts when asked (the card counts the records).
+    train_texts = join_records(train_records, data_args.join_texts, training_args.seed)
+    if data_args.join_texts > 1:
+        logger.info("training records joined 1 to %d at a time: %d records -> %d texts",
+                    data_args.join_texts, len(train_records), len(train_texts))
+
     # The main process tokenizes and writes the cache; the other ranks then read it instead of redoing the work.
     with training_args.main_process_first(desc="tokenize"):
         window = dict(max_length=data_args.max_length, stride=data_args.stride)
-        train_features = build_features(train_records, tokenizer, config, desc="tokenize train", **window)
+        train_features = build_features(train_texts, tokenizer, config, desc="tokenize train", **window)
         eval_features = build_features(eval_records, tokenizer, config, desc="tokenize validation", **window)
         test_features = (
             build_features(test_records, tokenizer, config, desc="tokenize test", **window) if test_records else None
         )
-    for name, recs, feats in (("train", train_records, train_features), ("validation", eval_records, eval_features)):
+    for name, recs, feats in (("train", train_texts, train_features), ("validation", eval_records, eval_features)):
         n_spans = sum(len(s or ()) for s in recs["spans"])
         logger.info(
             "%s: %d records -> %d windows; %d of %d spans have a boundary inside a token (unreachable by strict "
             "span match)", name, len(recs), len(feats), sum(feats["unreachable_spans"]), n_spans,
         )
     if data_args.repeats_by_source:
-        sources = set(train_records["source"]) if "source" in train_records.column_names else set()
+        sources = set(train_texts["source"]) if "source" in train_texts.column_names else set()
         unknown = set(data_args.repeats_by_source) - sources
         if unknown:
             raise SystemExit(
@@ -164,7 +170,7 @@ def main(argv=None, extra_callbacks=()):
                 f"(training sources: {sorted(sources) or 'none named: the records have no source field'})"
             )
     train_features, n_oversampled = oversample(
-        train_features, train_records, data_args.oversampled_tiers, data_args.oversample_factor,
+        train_features, train_texts, data_args.oversampled_tiers, data_args.oversample_factor,
         data_args.repeats_by_source,
     )
     if n_oversampled:

@@ -326,6 +326,18 @@ def test_records_entering_training_are_checked_sorted_and_rejected_by_name(run_i
     assert "training: 3 of 4 records rejected" in logged and "past-the-end" in logged
 
 
+def test_join_texts_trains_on_joined_records_and_the_card_says_so(run_inputs, tmp_path, capsys):
+    backbone, data = run_inputs
+    out = str(tmp_path / "run")
+    main(train_argv(backbone, data, out, "--test_split", "none", "--max_steps", "1", "--eval_strategy", "no",
+                    "--save_strategy", "no", "--join_texts", "4"))
+    joined = [line for line in capsys.readouterr().out.splitlines() if "training records joined" in line]
+    assert joined and joined[0].endswith("texts") and "10 records -> " in joined[0]
+    assert int(joined[0].split("-> ")[1].split()[0]) < 10
+    with open(os.path.join(out, "README.md"), encoding="utf-8") as f:
+        assert "1 to 4, joined by a blank line or a line break" in f.read()
+
+
 def test_a_new_model_reads_line_breaks_unless_told_not_to(run_inputs):
     from piiner.train import build_model
     from piiner.training.args import ModelArguments

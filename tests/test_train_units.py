@@ -14,7 +14,7 @@ from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 from piiner.training.args import DataArguments, PiiTrainingArguments, parse_args, parse_tier_weights
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
 from piiner.training.collator import PiiNerCollator
-from piiner.training.features import align_labels, build_features, oversample
+from piiner.training.features import align_labels, build_features, join_records, oversample
 
 
 def write_yaml(tmp_path, text):
@@ -193,6 +193,70 @@ def test_source_repeats_multiply_with_the_tier_oversampling():
     features = datasets.Dataset.from_dict({"example_index": [0, 1, 1, 2]})
     out, n = oversample(features, records, {1}, 2, {"wnut17": 3, "presidio": 2})
     assert n == 3 and out["example_index"] == [0, 0] + [1] * 6 + [2] * 4
+
+
+def _joinable_records():
+    rows = []
+    for i in range(12):
+        text = f"Call Ann{i} at 555-01{i:02d}."
+        rows.append({"id": f"s{i}", "source": "synthetic", "text": text, "group": f"g{i}", "labelled_types": None,
+                     "spans": [{"start": 5, "end": 9 + len(str(i)), "label": "PERSON"},
+                               {"start": len(text) - 9, "end": len(text) - 1, "label": "PHONE"}],
+                     "not_pii_spans": None, "unjudged_spans": None})
+    for i in range(6):
+        text = f"I met Bo{i} in 2005 at Acme."
+        rows.append({"id": f"g{i}", "source": "gum", "text": text, "group": f"d{i}",
+                     "labelled_types": ["PERSON", "LOCATION", "ORGANIZATION", "DATE"],
+                     "spans": [{"start": 6, "end": 9, "label": "PERSON"},
+                               {"start": len(text) - 5, "end": len(text) - 1, "label": "ORGANIZATION"}],
+                     "not_pii_spans": [{"start": 0, "end": 1}], "unjudged_spans": [{"start": 13, "end": 17}]})
+    return datasets.Dataset.from_list(rows)
+
+
+def test_joined_records_keep_every_record_once_with_its_spans_on_the_same_characters():
+    records = _joinable_records()
+    joined = join_records(records, 4, seed=0)
+    assert 0 < len(joined) < len(records) and "group" not in joined.column_names
+    by_id = {r["id"]: r for r in records}
+    seen = []
+    for row in joined:
+        parts = row["id"].split("+")
+        seen += parts
+        assert len({by_id[p]["source"] for p in parts}) == 1 and row["source"] == by_id[parts[0]]["source"]
+        assert row["labelled_types"] == by_id[parts[0]]["labelled_types"]
+        joiners = set()
+        offset = 0
+        for p in parts:
+            original = by_id[p]
+            assert row["text"][offset:offset + len(original["text"])] == original["text"]
+            for field in ("spans", "not_pii_spans", "unjudged_spans"):
+                moved = [row["text"][s["start"]:s["end"]] for s in row[field] or ()
+                         if offset <= s["start"] < offset + len(original["text"])]
+                assert moved == [original["text"][s["start"]:s["end"]] for s in original[field] or ()]
+            offset += len(original["text"])
+            if offset < len(row["text"]):
+                joiner = "\n\n" if row["text"].startswith("\n\n", offset) else "\n"
+                joiners.add(joiner)
+                offset += len(joiner)
+        assert offset == len(row["text"]) and len(joiners) <= 1
+    assert sorted(seen) == sorted(records["id"])
+    assert max(len(r["id"].split("+")) for r in joined) > 1
+
+
+def test_records_are_joined_only_with_records_of_the_same_annotation():
+    records = _joinable_records()
+    records = records.map(lambda r, i: {"labelled_types": ["PERSON"] if i % 2 else None}, with_indices=True)
+    for row in join_records(records, 6, seed=1):
+        parts = [int(p[1:]) for p in row["id"].split("+")]
+        assert len({(row["id"][0], i % 2) for i in parts}) == 1
+
+
+def test_joining_one_record_at_a_time_changes_nothing_and_is_seeded():
+    records = _joinable_records()
+    assert join_records(records, 1, seed=0) is records
+    assert join_records(records, 3, seed=5).to_list() == join_records(records, 3, seed=5).to_list()
+    with pytest.raises(ValueError, match="join_texts must be >= 1"):
+        DataArguments(join_texts=0)
 
 
 @pytest.mark.parametrize("text", ["presidio", "presidio=0", "=2", "presidio=two"])

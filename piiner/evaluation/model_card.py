@@ -384,10 +384,12 @@ def training_card_inputs(trainer, data_args, train_records, n_oversampled, repor
     args = trainer.args
     summary = {
         "training records": f"{len(train_records):,}" + (
-            f" ({n_oversampled:,} repeated: tier {data_args.oversample_tiers} spans x{data_args.oversample_factor}"
+            f" ({n_oversampled:,} training texts repeated: tier {data_args.oversample_tiers} spans x{data_args.oversample_factor}"
             + (f", sources {data_args.source_repeats}" if data_args.source_repeats else "") + ")"
             if n_oversampled else ""
         ),
+        "records per training text": (f"1 to {data_args.join_texts}, joined by a blank line or a line break"
+                                     if data_args.join_texts > 1 else "1"),
         "optimizer steps": f"{trainer.state.global_step} (epochs: {trainer.state.epoch or 0:.2f})",
         "window": f"{data_args.max_length} tokens, stride {data_args.stride}",
         "learning rates": f"backbone {args.backbone_learning_rate}, char CNN + fusion {args.char_learning_rate}, "

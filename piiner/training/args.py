@@ -135,6 +135,14 @@ class DataArguments:
         },
     )
     oversample_tiers: str = field(default="1", metadata={"help": "Comma-separated tiers to oversample."})
+    join_texts: int = field(
+        default=1,
+        metadata={
+            "help": "Train on records joined 1 to N at a time (uniformly, a blank line or a line break between "
+            "them; records of one source and one annotation only), so that a text is also learned as one part of a "
+            "longer input. 1 trains on each record alone."
+        },
+    )
     source_repeats: str | None = field(
         default=None,
         metadata={
@@ -146,6 +154,8 @@ class DataArguments:
     def __post_init__(self):
         if self.stride < 0 or self.stride >= self.max_length // 2:
             raise ValueError(f"stride={self.stride} must be in [0, max_length/2) (max_length={self.max_length})")
+        if self.join_texts < 1:
+            raise ValueError(f"join_texts must be >= 1, got {self.join_texts}")
         if self.oversample_factor < 1:
             raise ValueError(f"oversample_factor must be >= 1, got {self.oversample_factor}")
         tiers = [int(t) for t in str(self.oversample_tiers).split(",") if str(t).strip()]

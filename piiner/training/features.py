@@ -11,6 +11,7 @@ import bisect
 import hashlib
 import inspect
 import itertools
+import random
 
 import datasets
 from datasets.fingerprint import Hasher
@@ -252,3 +253,66 @@ def oversample(features, records, tiers, factor, source_repeats=None):
     for i, example in enumerate(features["example_index"]):
         indices.extend([i] * repeats[example])
     return features.select(indices), n_repeated
+
+
+# What separates the texts of a joined training record: a blank line or a line break, one drawn per record.
+JOINERS = ("\n\n", "\n")
+# The columns a joined record keeps; any other (a split's `group`) says something of one text, not of the join.
+JOINED_COLUMNS = ("id", "text", "spans", "source", "labelled_types", "not_pii_spans", "unjudged_spans")
+
+
+def join_records(records, max_texts, seed):
+    """Training records joined into longer texts: those of one source and one annotation (the same
+    `labelled_types`, so the join's annotation is still true of every part) are shuffled with `seed` and taken 1 to
+    `max_texts` at a time, uniformly, joined by a blank line or a line break. A user's document is many short texts
+    one after another; a model that learned each alone reads the next text's first words as part of the last's.
+
+    Spans and stretches move with their text; the ids are joined by "+"; columns other than `JOINED_COLUMNS` are
+    dropped. Every record is in exactly one joined record. `max_texts` 1 returns `records` as they are.
+    """
+    if max_texts < 1:
+        raise ValueError(f"join_texts must be >= 1, got {max_texts}")
+    if max_texts == 1 or not len(records):
+        return records
+    columns = [c for c in JOINED_COLUMNS if c in records.column_names]
+    rows = records.select_columns(columns).to_dict()
+    n = len(records)
+    sources = rows.get("source") or [None] * n
+    labelled = rows.get("labelled_types") or [None] * n
+    kinds = {}
+    for i, (source, types) in enumerate(zip(sources, labelled)):
+        kinds.setdefault((source, None if types is None else tuple(sorted(types))), []).append(i)
+    rng = random.Random(seed)
+    joined = {c: [] for c in columns}
+    for key in sorted(kinds, key=repr):
+        order = kinds[key]
+        rng.shuffle(order)
+        k = 0
+        while k < len(order):
+            parts = order[k:k + rng.randint(1, max_texts)]
+            k += len(parts)
+            _join(rows, parts, rng.choice(JOINERS), joined)
+    return datasets.Dataset.from_dict(joined, features=records.select_columns(columns).features)
+
+
+def _join(rows, parts, joiner, out):
+    """Append the record joining rows `parts` (indices) by `joiner` to the column lists of `out`."""
+    texts, moved = [], {"spans": [], "not_pii_spans": [], "unjudged_spans": []}
+    offset = 0
+    for i in parts:
+        for name, items in moved.items():
+            if name in rows:
+                items.extend({**item, "start": item["start"] + offset, "end": item["end"] + offset}
+                             for item in rows[name][i] or ())
+        texts.append(rows["text"][i])
+        offset += len(rows["text"][i]) + len(joiner)
+    first = parts[0]
+    for name in out:
+        if name == "id":
+            out[name].append("+".join(str(rows["id"][i]) for i in parts))
+        elif name == "text":
+            out[name].append(joiner.join(texts))
+        elif name in moved:
+            out[name].append(moved[name])
+        else:  # source and labelled_types: the same for every part
+            out[name].append(rows[name][first])
