@@ -220,11 +220,36 @@ def _with_markers(text, marker):
     return text.replace("\n", marker) if marker else text
 
 
+# A blank line (spaces or tabs allowed on it) and the whitespace after it: where one paragraph ends and the next
+# begins.
+_BLANK_LINE = re.compile(r"\n[^\S\n]*\n\s*")
+
+
+def paragraphs(text):
+    """(start, end) of each paragraph of `text`, the stretches between blank lines; `[(0, len(text))]` when it has
+    none. A paragraph is encoded on its own: text the model never saw beside it is not read as its context."""
+    bounds, start = [], 0
+    for match in _BLANK_LINE.finditer(text):
+        if match.start() > start:
+            bounds.append((start, match.start()))
+        start = match.end()
+    if start < len(text) or not bounds:
+        bounds.append((start, len(text)))
+    return bounds
+
+
+def _shifted(offsets, by):
+    """Token offsets of a paragraph as offsets into its text; special and padding tokens stay (0, 0)."""
+    return [(start + by, end + by) if end > start else (start, end) for start, end in offsets]
+
+
 def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_tensors="pt"):
     """Tokenize texts for piiner: windows, offsets and char ids.
 
-    A text longer than `max_length` tokens becomes overlapping windows (`stride` tokens shared by neighbours), so
-    nothing is cut; `overflow_to_sample_mapping` says which text each window belongs to.
+    Each paragraph of a text (`paragraphs`: the stretches between blank lines) is windowed on its own, so no window
+    holds two; a paragraph longer than `max_length` tokens becomes overlapping windows (`stride` tokens shared by
+    neighbours), so nothing is cut. Offsets point into the whole text, and `overflow_to_sample_mapping` says which
+    text each window belongs to.
 
     Args:
         tokenizer: a fast (Rust) tokenizer: the offsets it returns are what maps predictions back to the text.
@@ -264,11 +289,12 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
             "or consecutive windows would not advance"
         )
     marker = getattr(config, "line_break_marker", None)
+    pieces = [(i, start, end) for i, text in enumerate(texts) for start, end in paragraphs(text)]
     encoding = tokenizer(
         # Lone surrogates (which no UTF-8 tokenizer accepts) as U+FFFD and line breaks as the config's marker, one
         # code point for one: offsets stay those of the original text, which the char ids and the entities are
         # read from (a marker's token reads "\n" there, which has no characters: no char ids, no CRF position).
-        [_with_markers(_LONE_SURROGATE.sub("\ufffd", text), marker) for text in texts],
+        [_with_markers(_LONE_SURROGATE.sub("\ufffd", texts[i][start:end]), marker) for i, start, end in pieces],
         truncation=True,
         max_length=max_length,
         stride=stride,
@@ -276,6 +302,11 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         return_offsets_mapping=True,
         padding="longest" if return_tensors else False,
     )
+    if len(pieces) > len(texts):  # windows of paragraphs -> windows of their texts, offsets into the whole text
+        windows = encoding["overflow_to_sample_mapping"]
+        encoding["offset_mapping"] = [_shifted(offsets, pieces[p][1])
+                                      for p, offsets in zip(windows, encoding["offset_mapping"])]
+        encoding["overflow_to_sample_mapping"] = [pieces[p][0] for p in windows]
     if return_tensors == "pt":
         # The padded lists straight to tensors: the tokenizer's own conversion walks every nested value first.
         for key, value in encoding.items():
@@ -303,4 +334,5 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
     return encoding
 
 
-__all__ = ["encode_char", "token_char_ids", "pad_char_ids", "trim_char_ids", "default_max_length", "encode_texts"]
+__all__ = ["encode_char", "token_char_ids", "pad_char_ids", "trim_char_ids", "default_max_length", "paragraphs",
+           "encode_texts"]

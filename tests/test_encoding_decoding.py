@@ -19,6 +19,7 @@ from piiner.encoding_piiner import (
     encode_char,
     encode_texts,
     pad_char_ids,
+    paragraphs,
     token_char_ids,
 )
 from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
@@ -176,17 +177,46 @@ def test_encode_texts_adds_char_ids_matching_token_char_ids(tiny_tokenizer):
 def test_a_line_break_marker_makes_each_line_break_a_token_without_characters(tiny_tokenizer):
     """The tokenizer drops "\n" as whitespace: with the config's marker the encoder sees one token per line break,
     at the break's own offsets, with no char ids (so outside the CRF chain); every other token is as before."""
-    text = "Ann Lee\n\nBob called"
+    text = "Ann Lee\nBob\ncalled"
     plain = encode_texts(tiny_tokenizer, [text], CONFIG, return_tensors=None)
     marked = encode_texts(tiny_tokenizer, [text], PiiNerConfig(line_break_marker="\u00b6"), return_tensors=None)
     offsets = [tuple(o) for o in marked["offset_mapping"][0]]
     breaks = [k for k, (a, b) in enumerate(offsets) if b > a and text[a:b] == "\n"]
-    assert [offsets[k] for k in breaks] == [(7, 8), (8, 9)]
+    assert [offsets[k] for k in breaks] == [(7, 8), (11, 12)]
     assert not any(any(marked["char_ids"][0][k]) for k in breaks)
     assert [o for k, o in enumerate(offsets) if k not in breaks] == [tuple(o) for o in plain["offset_mapping"][0]]
     for bad in ("\n", "ab"):
         with pytest.raises(ValueError, match="line_break_marker must be one character that is not whitespace"):
             PiiNerConfig(line_break_marker=bad)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("one paragraph\nof two lines", [(0, 26)]),
+    ("Ann\n\nBob", [(0, 3), (5, 8)]),
+    ("Ann \n \t\n\n  Bob\n", [(0, 4), (11, 15)]),  # a blank line may hold spaces; the gap is all the whitespace
+    ("\n\nAnn\n\n", [(2, 5)]),
+    ("", [(0, 0)]),
+    ("\n\n", [(2, 2)]),
+])
+def test_paragraphs_are_the_stretches_between_blank_lines(text, expected):
+    assert paragraphs(text) == expected
+
+
+def test_each_paragraph_is_windowed_alone_with_offsets_into_its_text(tiny_tokenizer):
+    """No window holds two paragraphs: the second paragraph's window is the one it gets alone, moved to where it
+    stands in its text, and numbered as a window of that text."""
+    texts = ["call john\n\nsmith at home", "john smith"]
+    for tensors in (None, "pt"):
+        got = encode_texts(tiny_tokenizer, texts, CONFIG, return_tensors=tensors)
+        assert list(got["overflow_to_sample_mapping"]) == [0, 0, 1]
+        for w, (piece, shift) in enumerate([("call john", 0), ("smith at home", 11), ("john smith", 0)]):
+            alone = encode_texts(tiny_tokenizer, [piece], CONFIG, return_tensors=tensors)
+            n = int(torch.as_tensor(alone["attention_mask"][0]).sum())
+            assert list(got["input_ids"][w][:n]) == list(alone["input_ids"][0][:n])
+            offsets = [tuple(int(x) for x in o) for o in got["offset_mapping"][w][:n]]
+            assert offsets == [(a + shift, b + shift) if b > a else (a, b)
+                               for a, b in (tuple(int(x) for x in o) for o in alone["offset_mapping"][0][:n])]
+            assert all(texts[w // 2][a:b] == piece[a - shift:b - shift] for a, b in offsets if b > a)
 
 
 @given(

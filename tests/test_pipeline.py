@@ -161,6 +161,19 @@ def test_list_input_is_batched_and_equals_one_by_one(model):
         assert all(text[e["start"]:e["end"]] == e["word"] for e in result)
 
 
+def test_a_paragraph_is_tagged_as_it_is_alone_whatever_stands_before_it(model):
+    """Text the model never saw beside a paragraph (the message before it in a thread) does not change what is found
+    in it: each paragraph is encoded on its own."""
+    pipe = make_pipeline(model)
+    first, second = "Call John Smith at john@x.com", "SSN:123-45-6789 for Ann Lee (john)"
+    together = pipe(f"{first}\n \n{second}")
+    shift = len(first) + 3
+    alone = [{**e, "start": e["start"] + shift, "end": e["end"] + shift} for e in pipe(second)]
+    tail = [e for e in together if e["start"] >= shift]
+    assert alone and [spans([e]) for e in tail] == [spans([e]) for e in alone]
+    assert [e["score"] for e in tail] == pytest.approx([e["score"] for e in alone], abs=1e-5)
+
+
 def test_fifty_thousand_characters_every_entity_once_and_whole():
     m = tiny_model(seed=2)
     rule_forward(m, edge_blind=3)

@@ -507,21 +507,34 @@ def test_records_whose_annotation_fields_cannot_be_read_are_rejected_by_reason()
 def test_line_break_markers_get_no_label_and_the_loss_runs_over_the_rest(tiny_tokenizer):
     from piiner.modeling_piiner import PiiNerForTokenClassification
 
-    text = "ann lee\n12 main st\n\nbob"
+    text = "ann lee\n12 main st\nbob"
     records = datasets.Dataset.from_list([{"id": "r", "text": text, "spans": [
         {"start": 0, "end": 7, "label": "PERSON"}, {"start": 8, "end": 18, "label": "STREET_ADDRESS"},
-        {"start": 20, "end": 23, "label": "PERSON"}]}])
+        {"start": 19, "end": 22, "label": "PERSON"}]}])
     config = PiiNerConfig(encoder_config=tiny_bert_config(), line_break_marker="\u00b6")
     features = build_features(records, tiny_tokenizer, config, max_length=64, stride=2)
     plain = build_features(records, tiny_tokenizer, PiiNerConfig(encoder_config=tiny_bert_config()), 64, 2)[0]
     marked = [(text[a:b], label) for (a, b), label in zip(features[0]["offset_mapping"], features[0]["labels"])]
-    assert [label for word, label in marked if word == "\n"] == [-100] * 3
+    assert [label for word, label in marked if word == "\n"] == [-100] * 2
     assert [label for word, label in marked if word != "\n"] == plain["labels"]  # B-/I- as without markers
     assert {ID2LABEL[label] for label in plain["labels"] if label >= 0} == {
         "B-PERSON", "I-PERSON", "B-STREET_ADDRESS", "I-STREET_ADDRESS"}
     batch = PiiNerCollator(pad_token_id=0, min_chars=5)(
         [{k: features[0][k] for k in ("input_ids", "attention_mask", "labels", "char_ids")}])
     assert torch.isfinite(PiiNerForTokenClassification(config)(**batch).loss)
+
+
+def test_a_record_of_two_paragraphs_becomes_a_window_per_paragraph_labelled_as_alone(tiny_tokenizer):
+    text = "call john smith\n\njohn smith"
+    records = datasets.Dataset.from_list([{"id": "r", "text": text, "spans": [
+        {"start": 5, "end": 15, "label": "PERSON"}, {"start": 17, "end": 27, "label": "PERSON"}]}])
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    features = build_features(records, tiny_tokenizer, config, max_length=64, stride=2)
+    assert features["example_index"] == [0, 0]
+    for window, words in zip(features, (["call", "john", "smith"], ["john", "smith"])):
+        assert [text[a:b] for a, b in window["offset_mapping"] if b > a] == words
+    labels = [[ID2LABEL[label] for label in window["labels"] if label >= 0] for window in features]
+    assert labels == [["O", "B-PERSON", "I-PERSON"], ["B-PERSON", "I-PERSON"]]
 
 
 def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(tiny_tokenizer):
