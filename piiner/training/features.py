@@ -268,7 +268,8 @@ def join_records(records, max_texts, seed):
     one after another; a model that learned each alone reads the next text's first words as part of the last's.
 
     Spans and stretches move with their text; the ids are joined by "+"; columns other than `JOINED_COLUMNS` are
-    dropped. Every record is in exactly one joined record. `max_texts` 1 returns `records` as they are.
+    dropped. Every record is in exactly one joined record. `max_texts` 1 returns `records` as they are. Parts joined
+    by a blank line are still encoded apart (`encoding_piiner.paragraphs`); only a line break puts them in one window.
     """
     if max_texts < 1:
         raise ValueError(f"join_texts must be >= 1, got {max_texts}")
