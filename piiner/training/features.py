@@ -275,8 +275,8 @@ def join_records(records, max_texts, seed):
         raise ValueError(f"join_texts must be >= 1, got {max_texts}")
     if max_texts == 1 or not len(records):
         return records
-    columns = [c for c in JOINED_COLUMNS if c in records.column_names]
-    rows = records.select_columns(columns).to_dict()
+    kept = records.select_columns([c for c in JOINED_COLUMNS if c in records.column_names])
+    columns, rows = kept.column_names, kept.to_dict()
     n = len(records)
     sources = rows.get("source") or [None] * n
     labelled = rows.get("labelled_types") or [None] * n
@@ -293,7 +293,7 @@ def join_records(records, max_texts, seed):
             parts = order[k:k + rng.randint(1, max_texts)]
             k += len(parts)
             _join(rows, parts, rng.choice(JOINERS), joined)
-    return datasets.Dataset.from_dict(joined, features=records.select_columns(columns).features)
+    return datasets.Dataset.from_dict(joined, features=kept.features)
 
 
 def _join(rows, parts, joiner, out):
