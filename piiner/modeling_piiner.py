@@ -82,6 +82,13 @@ class PiiNerCharCNN(nn.Module):
     be cut without changing any output: each distinct word of the batch (the sub-tokens of one word, and every
     repeat of "the" or a name) is encoded once, and short words are convolved at their own width rather than at
     the width of the batch's longest word (one URL would otherwise widen every row).
+
+    The convolutions run as a lookup. A window's pre-activation is the bias plus, for each offset j in the window,
+    the offset-j weights applied to that character's embedding; every kernel reads a window of the widest kernel's
+    size, its weights zero beyond its own width. So each distinct character of the batch is multiplied by the
+    weights once (a table of `widest x characters` rows) and a window sums `widest` rows of it
+    (`embedding_bag`): a gather where a convolution multiplied every character of every window again. Same sums
+    in another order (float rounding apart); `test_modeling.py` checks it against a Conv1d per kernel.
     """
 
     # Words up to this many characters (most of them) are convolved together at this width at most.
@@ -110,44 +117,52 @@ class PiiNerCharCNN(nn.Module):
         """
         words, inverse = distinct_rows(word_chars)
         lengths = (words != 0).sum(-1)
-        # All kernels in one convolution (a few small ops instead of a set per kernel, which is most of the cost on
-        # one short text: benchmarks/bench_pipeline.py --profile 200x1): each kernel's weights start a window of
-        # the widest kernel, zero after them (`_encode` pads the input on the right for the narrower kernels' last
-        # windows). Same windows, same sums.
-        widest = max(self.kernel_sizes)
-        kernels = zip(self.kernel_sizes, self.convs)
-        weight = torch.cat([nn.functional.pad(conv.weight, (0, widest - k)) for k, conv in kernels])
-        bias = torch.cat([conv.bias for conv in self.convs])
+        # The batch's characters renumbered 0.. in sorted order, the table as small as the batch's alphabet; a
+        # column of padding makes sure 0 is among them, so padding stays 0.
+        chars, renumbered = torch.unique(nn.functional.pad(words, (0, 1)), return_inverse=True)
+        words = renumbered[:, :-1]
+        table, bias = self._window_table(chars)
         short = lengths <= self.short_word_chars
         if bool(short.all()) or not bool(short.any()):
-            features = self._encode(words, lengths, weight, bias)
+            features = self._encode(words, lengths, table, bias)
         else:
-            short_features = self._encode(words[short], lengths[short], weight, bias)
-            long_features = self._encode(words[~short], lengths[~short], weight, bias)
-            # The dtype the convolution gave (bf16 under autocast), not the parameters' own.
+            short_features = self._encode(words[short], lengths[short], table, bias)
+            long_features = self._encode(words[~short], lengths[~short], table, bias)
+            # The dtype the lookup gave (bf16 under autocast), not the parameters' own.
             features = short_features.new_empty(words.shape[0], self.output_dim)
             features[short], features[~short] = short_features, long_features
         return self.dropout(features[inverse])
 
-    def _encode(self, words: torch.LongTensor, lengths: torch.LongTensor, weight: torch.Tensor,
+    def _window_table(self, chars: torch.LongTensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`(table, bias)`: row `j * len(chars) + c` of the table is what character `chars[c]` at offset j of a window
+        adds to every output channel (0 for padding); bias is every channel's bias."""
+        widest = max(self.kernel_sizes)
+        # (channels, embedding_dim, widest): each kernel's weights, zero after its own width.
+        weight = torch.cat([nn.functional.pad(conv.weight, (0, widest - conv.kernel_size[0])) for conv in self.convs])
+        embedded = self.embedding(chars) * (chars != 0).unsqueeze(-1)  # (chars, embedding_dim)
+        products = embedded @ weight.permute(1, 2, 0).reshape(weight.shape[1], -1)  # (chars, widest * channels)
+        table = products.view(len(chars), widest, -1).transpose(0, 1).reshape(widest * len(chars), -1)
+        return table, torch.cat([conv.bias for conv in self.convs])
+
+    def _encode(self, words: torch.LongTensor, lengths: torch.LongTensor, table: torch.Tensor,
                 bias: torch.Tensor) -> torch.Tensor:
-        # Trim to the longest word here, but never below the widest kernel.
-        width = max(int(lengths.max()) if lengths.numel() else 0, max(self.kernel_sizes))
-        words = words[:, :width]
-        if words.shape[1] < width:
-            words = nn.functional.pad(words, (0, width - words.shape[1]))
-        embedded = self.embedding(words) * (words != 0).unsqueeze(-1)
-        embedded = embedded.transpose(1, 2)  # (words, embedding_dim, chars) for Conv1d
-        # Zeros on the right for the last windows of the narrower kernels inside the widest kernel's window.
         widest, narrowest = max(self.kernel_sizes), min(self.kernel_sizes)
-        features = torch.relu(nn.functional.conv1d(nn.functional.pad(embedded, (0, widest - narrowest)), weight, bias))
+        # Trim to the longest word here, but never below the widest kernel; then zeros on the right for the last
+        # windows of the narrower kernels inside the widest kernel's window.
+        width = max(int(lengths.max()) if lengths.numel() else 0, widest)
+        words = words[:, :width]
+        words = nn.functional.pad(words, (0, width - words.shape[1] + widest - narrowest))
+        windows = words.unfold(1, widest, 1)  # (words, window starts, widest): each window's characters
+        count, starts = windows.shape[:2]
+        rows = windows + torch.arange(widest, device=words.device) * (table.shape[0] // widest)
+        summed = nn.functional.embedding_bag(rows.reshape(count * starts, widest), table, mode="sum")
+        features = torch.relu(summed + bias.to(summed.dtype)).view(count, starts, -1)  # (words, starts, channels)
         # A window is read when it starts inside the word (a word shorter than a kernel: its first window only).
         kernel = torch.tensor(self._channel_kernels, device=lengths.device)
         last_start = (lengths.unsqueeze(1) - kernel + 1).clamp(min=1)  # (words, channels): windows before this
-        starts = torch.arange(features.shape[-1], device=features.device)
-        readable = starts < last_start.unsqueeze(-1)
+        readable = torch.arange(starts, device=words.device).view(1, -1, 1) < last_start.unsqueeze(1)
         # Features are >= 0 after ReLU, so zeroing the unreadable windows leaves the max of the readable ones.
-        return (features * readable).amax(dim=-1)
+        return (features * readable).amax(dim=1)
 
 
 def distinct_rows(rows: torch.LongTensor) -> tuple[torch.LongTensor, torch.LongTensor]:

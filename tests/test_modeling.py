@@ -303,20 +303,21 @@ def test_char_cnn_shortcuts_give_what_each_word_alone_gives():
     torch.testing.assert_close(together, alone, atol=1e-6, rtol=1e-5)
 
 
-def test_char_cnn_equals_a_convolution_per_kernel_pooled_over_the_words_windows():
-    """The kernels run as one convolution; the features are the textbook ones: each kernel's Conv1d over the word,
-    ReLU, max over the windows that start inside the word (the first window for a word shorter than the kernel)."""
+@pytest.mark.parametrize("lengths, width", [([1, 2, 4, 5, 9, 30], 32), ([7, 7, 7], 7), ([2, 2], 2), ([30, 17], 30)])
+def test_char_cnn_equals_a_convolution_per_kernel_pooled_over_the_words_windows(lengths, width):
+    """The kernels run as one lookup; the features are the textbook ones: each kernel's Conv1d over the word,
+    ReLU, max over the windows that start inside the word (the first window for a word shorter than the kernel).
+    Also where no row holds padding (every word as wide as the batch)."""
     config = PiiNerConfig(encoder_config=tiny_bert_config(), char_kernel_sizes=[2, 3, 5])
     torch.manual_seed(0)
     cnn = PiiNerCharCNN(config).eval()
     generator = torch.Generator().manual_seed(2)
-    lengths = [1, 2, 4, 5, 9, 30]
-    rows = torch.zeros(len(lengths), 32, dtype=torch.long)
+    rows = torch.zeros(len(lengths), width, dtype=torch.long)
     for i, length in enumerate(lengths):
         rows[i, :length] = torch.randint(1, 512, (length,), generator=generator)
     expected = []
     for row, length in zip(rows, lengths):
-        chars = row[: max(length, max(cnn.kernel_sizes))]
+        chars = torch.nn.functional.pad(row, (0, max(cnn.kernel_sizes)))[: max(length, max(cnn.kernel_sizes))]
         embedded = (cnn.embedding(chars) * (chars != 0).unsqueeze(-1)).T.unsqueeze(0)
         expected.append(torch.cat([
             torch.relu(conv(embedded))[0, :, : max(length - k + 1, 1)].amax(-1)
