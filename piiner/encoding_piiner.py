@@ -243,7 +243,7 @@ def _shifted(offsets, by):
     return [(start + by, end + by) if end > start else (start, end) for start, end in offsets]
 
 
-def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_tensors="pt"):
+def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_tensors="pt", split_paragraphs=True):
     """Tokenize texts for piiner: windows, offsets and char ids.
 
     Each paragraph of a text (`paragraphs`: the stretches between blank lines) is windowed on its own, so no window
@@ -259,6 +259,10 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         max_length (`int`, *optional*): tokens per window, special tokens included (default: `default_max_length`).
         stride (`int`, *optional*): tokens shared by consecutive windows (default: a quarter of `max_length`).
         return_tensors (`"pt"` or `None`): tensors padded to the longest window, or plain lists.
+        split_paragraphs (`bool`, defaults to `True`): window each paragraph on its own, as every inference path
+            does. Training features pass `False` and window each record whole: trained on paragraphs apart, the
+            out-of-source models scored 1.2 to 4.0 points lower on every real corpus (benchmarks/RESULTS.md,
+            2026-11-26), and a label that crosses a blank line (an address in a letter) was cut in two.
 
     Returns:
         The tokenizer's `BatchEncoding` (input_ids, attention_mask, token_type_ids when the tokenizer makes them,
@@ -289,7 +293,8 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
             "or consecutive windows would not advance"
         )
     marker = getattr(config, "line_break_marker", None)
-    pieces = [(i, start, end) for i, text in enumerate(texts) for start, end in paragraphs(text)]
+    pieces = [(i, start, end) for i, text in enumerate(texts)
+              for start, end in (paragraphs(text) if split_paragraphs else [(0, len(text))])]
     encoding = tokenizer(
         # Lone surrogates (which no UTF-8 tokenizer accepts) as U+FFFD and line breaks as the config's marker, one
         # code point for one: offsets stay those of the original text, which the char ids and the entities are

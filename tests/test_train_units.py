@@ -524,17 +524,22 @@ def test_line_break_markers_get_no_label_and_the_loss_runs_over_the_rest(tiny_to
     assert torch.isfinite(PiiNerForTokenClassification(config)(**batch).loss)
 
 
-def test_a_record_of_two_paragraphs_becomes_a_window_per_paragraph_labelled_as_alone(tiny_tokenizer):
-    text = "call john smith\n\njohn smith"
+def test_a_record_of_two_paragraphs_is_one_training_window_and_a_label_across_the_blank_line_stays_whole(
+        tiny_tokenizer):
+    """Training windows a record whole (paragraphs apart cost 1.2 to 4.0 points out of source): an address that runs
+    over a blank line, as in presidio-research's letters, is taught as one address, not two."""
+    text = "call john smith\n\n12 high st\n\nleeds"
     records = datasets.Dataset.from_list([{"id": "r", "text": text, "spans": [
-        {"start": 5, "end": 15, "label": "PERSON"}, {"start": 17, "end": 27, "label": "PERSON"}]}])
+        {"start": 5, "end": 15, "label": "PERSON"}, {"start": 17, "end": 35, "label": "STREET_ADDRESS"}]}])
     config = PiiNerConfig(encoder_config=tiny_bert_config())
     features = build_features(records, tiny_tokenizer, config, max_length=64, stride=2)
-    assert features["example_index"] == [0, 0]
-    for window, words in zip(features, (["call", "john", "smith"], ["john", "smith"])):
-        assert [text[a:b] for a, b in window["offset_mapping"] if b > a] == words
-    labels = [[ID2LABEL[label] for label in window["labels"] if label >= 0] for window in features]
-    assert labels == [["O", "B-PERSON", "I-PERSON"], ["B-PERSON", "I-PERSON"]]
+    assert features["example_index"] == [0]
+    window = features[0]
+    address = [ID2LABEL[label] for (a, b), label in zip(window["offset_mapping"], window["labels"])
+               if label >= 0 and 17 <= a < 35]
+    assert address[0] == "B-STREET_ADDRESS" and set(address[1:]) == {"I-STREET_ADDRESS"}
+    assert "leeds" in "".join(text[a:b] for (a, b), label in zip(window["offset_mapping"], window["labels"])
+                              if label >= 0 and a >= 17)
 
 
 def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(tiny_tokenizer):

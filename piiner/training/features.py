@@ -132,7 +132,9 @@ class RecordCheck:
 
 
 def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
-    encoding = encode_texts(tokenizer, batch["text"], config, max_length=max_length, stride=stride, return_tensors=None)
+    # Each record windowed whole, blank lines and all (`encode_texts`: paragraphs apart cost out of source).
+    encoding = encode_texts(tokenizer, batch["text"], config, max_length=max_length, stride=stride, return_tensors=None,
+                            split_paragraphs=False)
     samples = encoding["overflow_to_sample_mapping"]
     features = {name: encoding[name] for name in ("input_ids", "attention_mask", "token_type_ids") if name in encoding}
     features["char_ids"] = encoding["char_ids"]
@@ -268,8 +270,8 @@ def join_records(records, max_texts, seed):
     one after another; a model that learned each alone reads the next text's first words as part of the last's.
 
     Spans and stretches move with their text; the ids are joined by "+"; columns other than `JOINED_COLUMNS` are
-    dropped. Every record is in exactly one joined record. `max_texts` 1 returns `records` as they are. Parts joined
-    by a blank line are still encoded apart (`encoding_piiner.paragraphs`); only a line break puts them in one window.
+    dropped. Every record is in exactly one joined record. `max_texts` 1 returns `records` as they are. Training
+    windows a joined record whole, whichever the joiner (`build_features`); inference encodes paragraphs apart.
     """
     if max_texts < 1:
         raise ValueError(f"join_texts must be >= 1, got {max_texts}")
