@@ -247,9 +247,9 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
     """Tokenize texts for piiner: windows, offsets and char ids.
 
     Each paragraph of a text (`paragraphs`: the stretches between blank lines) is windowed on its own, so no window
-    holds two (with `split_paragraphs`, the default); a paragraph longer than `max_length` tokens becomes
-    overlapping windows (`stride` tokens shared by neighbours), so nothing is cut. Offsets point into the whole text, and `overflow_to_sample_mapping` says which
-    text each window belongs to.
+    holds two (unless `split_paragraphs` is False); a paragraph longer than `max_length` tokens becomes overlapping
+    windows (`stride` tokens shared by neighbours), so nothing is cut. Offsets point into the whole text, and
+    `overflow_to_sample_mapping` says which text each window belongs to.
 
     Args:
         tokenizer: a fast (Rust) tokenizer: the offsets it returns are what maps predictions back to the text.
