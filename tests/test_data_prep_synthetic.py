@@ -199,6 +199,33 @@ def test_places_and_organizations_go_beyond_cities_and_company_names():
     assert not any(v.lower().startswith("the ") for v in places)
 
 
+def test_names_given_together_are_separate_spans_and_the_rest_of_the_record_is_drawn_as_without_them():
+    """"Paxton, Illinois" is two places and "Rao and Scott" two people, as the human-labelled corpora mark them."""
+    def pairs(records):
+        out = set()
+        for r in records:
+            assert all(r["text"][s["start"]:s["end"]] == s["value"] for s in r["spans"])
+            for a, b in zip(r["spans"], r["spans"][1:]):
+                if a["label"] == b["label"]:
+                    out.add((a["label"], r["text"][a["end"]:b["start"]].lower()))
+        return out
+
+    def others(records):
+        return [[(s["label"], s["value"]) for s in r["spans"] if s["label"] not in values.COORDINATED]
+                for r in records]
+
+    always = [SyntheticGenerator(seed=3, coordinate_probability=1.0).make_record(kind, i)
+              for kind in values.COORDINATED for i in range(60)]
+    never = [SyntheticGenerator(seed=3, coordinate_probability=0.0).make_record(kind, i)
+             for kind in values.COORDINATED for i in range(60)]
+    found = pairs(always)
+    assert {("LOCATION", ", "), ("PERSON", " and "), ("ORGANIZATION", " and ")} <= found
+    assert not any(s["value"].endswith((",", " and", " &")) for r in always for s in r["spans"])
+    # its own random source: every other value, the split and the frames are those drawn without it
+    assert others(always) == others(never)
+    assert [(r["split"], r["group"]) for r in always] == [(r["split"], r["group"]) for r in never]
+
+
 def test_the_dense_test_set_joins_four_to_seven_held_out_templates_per_text():
     # A call note with a name, a date of birth, a phone, a card and an SSN: more identifiers in one text than a
     # training record holds (one to three templates).

@@ -22,7 +22,7 @@ from piiner.pii_schema import PII_TYPES
 
 from ..records import NOT_PII
 from .templates import FORMAT_TEMPLATES, NEGATIVE_TEMPLATES, TEMPLATES, template_split
-from .values import GENERATORS, NEGATIVES
+from .values import COORDINATED, GENERATORS, NEGATIVES, coordinated
 
 SOURCE = "synthetic"
 FORMATS_SOURCE = "formats"
@@ -127,7 +127,8 @@ class SyntheticGenerator:
 
     def __init__(self, seed=0, compose_probability=0.35, max_templates=3, negative_fraction=0.1,
                  wrap_probability=0.08, case_probability=0.15, noise_probability=0.08, noise_rate=0.04,
-                 repeat_probability=0.04, carrier_probability=0.15, clause_probability=0.4, dense_templates=(4, 7)):
+                 repeat_probability=0.04, carrier_probability=0.15, clause_probability=0.4, dense_templates=(4, 7),
+                 coordinate_probability=0.12):
         self.seed = seed
         self.compose_probability = compose_probability
         self.max_templates = max_templates
@@ -140,6 +141,7 @@ class SyntheticGenerator:
         self.carrier_probability = carrier_probability
         self.clause_probability = clause_probability
         self.dense_templates = dense_templates
+        self.coordinate_probability = coordinate_probability
         self.templates = all_templates()
         self.by_split = {s: [t for pii_type in PII_TYPES for t in self.templates[pii_type] if t.split == s]
                          for s, _ in SPLIT_WEIGHTS}
@@ -177,11 +179,31 @@ class SyntheticGenerator:
                 left, right = rng.choice(_WRAPPERS)
             else:
                 left = right = ""
-            parts.append(left + value + right)
-            start = offset + len(left)
-            spans.append({"start": start, "end": start + len(value), "label": slot, "value": value})
-            offset += len(left) + len(value) + len(right)
+            pieces = self._coordinated(slot, rng) if not held_out else None
+            pieces = pieces or [value]
+            parts.append(left + "".join(pieces) + right)
+            offset += len(left)
+            for i, piece in enumerate(pieces):
+                if i % 2 == 0:
+                    spans.append({"start": offset, "end": offset + len(piece), "label": slot, "value": piece})
+                offset += len(piece)
+            offset += len(right)
         return offset
+
+    def _coordinated(self, slot, rng):
+        """With coordinate_probability, several names of the slot's type in place of its value (or None). Decided
+        and drawn from a random source of its own, seeded from `rng`'s state, and Faker's state is put back after:
+        the record draws every other value as it would without this, so the rest of the corpus does not move."""
+        if slot not in COORDINATED:
+            return None
+        side = random.Random(f"coordinated/{rng.getstate()}")
+        if side.random() >= self.coordinate_probability:
+            return None
+        state = self.fake.random.getstate()
+        try:
+            return coordinated(slot, side, self.fake)
+        finally:
+            self.fake.random.setstate(state)
 
     def make_record(self, kind, index, carriers=None):
         """One record: ``kind`` is a PII type (the template's main subject) or "negative". With `carriers` ({split:

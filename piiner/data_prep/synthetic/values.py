@@ -712,6 +712,33 @@ GENERATORS = {
 }
 
 
+# Names given together are separate mentions, as the human-labelled corpora mark them: a place with the state or
+# country it lies in ("Paxton, Illinois" is two places) and lists of people, places or organizations ("Rao and
+# Scott", "Lewis, Simons, & Fennig"); the separators stay outside every span.
+COORDINATED = ("PERSON", "LOCATION", "ORGANIZATION")
+_CITY_COUNTRIES = (("London", "England"), ("Manchester", "England"), ("Paris", "France"), ("Lyon", "France"),
+                   ("Toronto", "Ontario"), ("Kingston", "Ontario"), ("Sydney", "Australia"), ("Perth", "Australia"),
+                   ("Mumbai", "India"), ("Lagos", "Nigeria"), ("Madrid", "Spain"), ("Porto", "Portugal"),
+                   ("Osaka", "Japan"), ("Nairobi", "Kenya"), ("Cork", "Ireland"), ("Beijing", "China"))
+_AP_STATES = ("Calif.", "Ill.", "Va.", "Fla.", "Mass.", "Pa.", "Ga.", "Mich.", "Ohio", "Texas", "Wash.", "N.Y.", "Md.")
+_LIST_ENDS = (" and ", " and ", ", and ", " & ", ", & ", " or ")
+
+
+def coordinated(label, rng, fake):
+    """Several names of `label` in one mention, as pieces: names at even indices, separators between them."""
+    if label == "LOCATION" and rng.random() < 0.6:
+        if rng.random() < 0.25:
+            city, country = rng.choice(_CITY_COUNTRIES)
+            return [city, ", ", country]
+        state = rng.choice([fake.state(), fake.state(), rng.choice(_AP_STATES), fake.state_abbr()])
+        return [fake.city(), ", ", state]
+    names = [GENERATORS[label](rng, fake) for _ in range(rng.choice((2, 2, 2, 3)))]
+    pieces = [names[0]]
+    for i, name in enumerate(names[1:], 2):
+        pieces += [rng.choice(_LIST_ENDS) if i == len(names) else ", ", name]
+    return pieces
+
+
 # --------------------------------------------------------------------------- look-alikes that are not PII
 
 def _negative_order(rng, fake, held_out=False):
