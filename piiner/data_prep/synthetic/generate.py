@@ -179,8 +179,7 @@ class SyntheticGenerator:
                 left, right = rng.choice(_WRAPPERS)
             else:
                 left = right = ""
-            pieces = self._coordinated(slot, rng) if not held_out else None
-            pieces = pieces or [value]
+            pieces = self._coordinated(slot, rng, held_out) or [value]
             parts.append(left + "".join(pieces) + right)
             offset += len(left)
             for i, piece in enumerate(pieces):
@@ -190,11 +189,12 @@ class SyntheticGenerator:
             offset += len(right)
         return offset
 
-    def _coordinated(self, slot, rng):
-        """With coordinate_probability, several names of the slot's type in place of its value (or None). Decided
-        and drawn from a random source of its own, seeded from `rng`'s state, and Faker's state is put back after:
-        the record draws every other value as it would without this, so the rest of the corpus does not move."""
-        if slot not in COORDINATED:
+    def _coordinated(self, slot, rng, held_out):
+        """With coordinate_probability, several names of the slot's type in place of its value (or None; never in
+        a held-out layout, which the formats set keeps as it is). Decided and drawn from a random source of its own,
+        seeded from `rng`'s state, and Faker's state is put back after: the record draws every other value as it
+        would without this, so the rest of the corpus does not move."""
+        if held_out or slot not in COORDINATED:
             return None
         side = random.Random(f"coordinated/{rng.getstate()}")
         if side.random() >= self.coordinate_probability:
