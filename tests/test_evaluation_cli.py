@@ -159,13 +159,34 @@ def test_what_a_type_restriction_leaves_unjudged_is_counted_for_every_system(tmp
     words = sum(len(text.split()) for text in TEXTS)
     assert report["overall"]["f1"] == 1.0
     assert report["unscored"] == {"spans": 3, "words": words, "per_1k_words": 3000 / words,
-                                  "per_type": {"PASSWORD": 2, "PIN": 1}, "on_not_pii_spans": 1}
+                                  "per_type": {"PASSWORD": 2, "PIN": 1}, "on_not_pii_spans": 1, "gold_inside": {}}
     # The regex finds the email (judged by the gold, not counted) and the card, which nobody labelled.
     assert report["compare"]["regex"]["unscored"]["per_type"] == {"CREDIT_CARD": 1}
     out = capsys.readouterr().out
     assert "3 predicted spans of types neither scored here nor labelled in the gold" in out and "| PASSWORD | 2 |" in out
     assert "1 of them on stretches the gold labels as no PII type" in out
     assert "unscored" not in _run("--predictions", predictions, "--data", gold)
+
+
+def test_gold_spans_inside_a_prediction_of_an_unscored_type_are_counted_as_a_convention_not_shared(tmp_path, capsys):
+    # SEC filings marks an address's city and state as places; piiner calls the whole a STREET_ADDRESS, which the
+    # score of PERSON, LOCATION, ORGANIZATION cannot see: the two places count as missed, and the report says why.
+    text = "Notices: Acme Corp., 12 Main Street, Boston, MA 02110. Copy to Jane Roe in Boston."
+
+    def at(label, words, start=0):
+        begin = text.index(words, start)
+        return {"start": begin, "end": begin + len(words), "label": label}
+
+    org, person, later = at("ORGANIZATION", "Acme Corp."), at("PERSON", "Jane Roe"), at("LOCATION", "Boston", 60)
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{"id": "a", "text": text, "spans": [
+        org, at("LOCATION", "Boston"), at("LOCATION", "MA"), person, later]}])
+    predictions = _write_jsonl(tmp_path / "pred.jsonl", [{"id": "a", "spans": [
+        org, at("STREET_ADDRESS", "12 Main Street, Boston, MA 02110"), person, later]}])
+    report = _run("--predictions", predictions, "--data", gold, "--types", "PERSON,LOCATION,ORGANIZATION")
+    assert report["overall"]["fn"] == 2 and report["unscored"]["gold_inside"] == {"STREET_ADDRESS": 2}
+    assert "2 inside STREET_ADDRESS" in capsys.readouterr().out
+    # scored on every type, the address is judged, and nothing is left to explain
+    assert _run("--predictions", predictions, "--data", gold).get("unscored") is None
 
 
 def test_predictions_inside_an_unjudged_stretch_are_set_aside_for_every_system(tmp_path, capsys):

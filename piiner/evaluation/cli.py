@@ -134,7 +134,7 @@ def score(rows, gold, pred, types, set_aside=None):
     if types:
         report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types,
                                             [r.get("labelled_types") for r in rows],
-                                            [r.get("not_pii_spans") for r in rows])
+                                            [r.get("not_pii_spans") for r in rows], gold)
     sources = sorted({r.get("source") for r in rows} - {None})
     if len(sources) > 1:
         # One model run, a row per source: a mixed test split hides which corpus a model is weak on.

@@ -231,30 +231,38 @@ def relaxed_matches(gold, pred, types=None):
     return {scheme: {f: getattr(overall[scheme], f) for f in RELAXED_FIELDS} for scheme in RELAXED_SCHEMES}
 
 
-def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None):
+def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None, gold=None):
     """What a system emits that a score restricted to `types` cannot judge: a corpus labelled for persons, places
     and organizations says neither yes nor no to a date or a password predicted in it. A span counts when its type
     is not scored and not among its text's `labelled_types` (one list per text, None for a text whose annotation
     covers every type; BTC's handles and links are labelled by pattern, so they do not count there). Spans per type
     (most first) and per 1,000 words (whitespace-separated) of the texts; `on_not_pii_spans`: how many of them
     overlap one of their text's `not_pii_spans` (stretches the corpus labelled as no PII type, such as WNUT-17's
-    products and titles), which are known to be wrong.
+    products and titles), which are known to be wrong; with `gold` (one list of spans per text), `gold_inside`: per
+    type, the gold spans of the scored types lying wholly inside such a span: misses the score counts where the
+    system gave the stretch a type the score cannot see (a street address over the city and state a corpus marks as
+    places, whose convention piiner does not share; a date of birth over a date).
     """
-    if len(texts) != len(pred):
-        raise ValueError(f"{len(texts)} texts but pred has {len(pred)}: they must be aligned one to one")
+    if len(texts) != len(pred) or (gold is not None and len(gold) != len(pred)):
+        raise ValueError(f"{len(texts)} texts, pred has {len(pred)}, gold {'-' if gold is None else len(gold)}: "
+                         f"they must be aligned one to one")
     labelled_types = labelled_types or [None] * len(texts)
     not_pii_spans = not_pii_spans or [None] * len(texts)
-    scored, counts, on_not_pii = set(types), Counter(), 0
+    scored, counts, on_not_pii, gold_inside = set(types), Counter(), 0, Counter()
     for i, (spans, labelled, not_pii) in enumerate(zip(pred, labelled_types, not_pii_spans)):
         judged = scored | set(labelled or ())
         unjudged = [span for span in to_spans(spans, f"pred text {i}") if span[2] not in judged]
         counts.update(span_type for _, _, span_type in unjudged)
         on_not_pii += sum(any(start < n["end"] and n["start"] < end for n in not_pii or ()) for start, end, _ in unjudged)
+        for start, end, _ in (s for s in to_spans(gold[i] if gold else (), f"gold text {i}") if s[2] in scored):
+            outer = next((t for a, b, t in unjudged if a <= start and end <= b), None)
+            gold_inside.update([outer] if outer else [])
     words = sum(len(text.split()) for text in texts)
     total = sum(counts.values())
     return {"spans": total, "words": words, "per_1k_words": 1000 * total / words if words else None,
             "per_type": dict(sorted(counts.items(), key=lambda kv: (-kv[1], _type_order(kv[0])))),
-            "on_not_pii_spans": on_not_pii}
+            "on_not_pii_spans": on_not_pii,
+            "gold_inside": dict(sorted(gold_inside.items(), key=lambda kv: (-kv[1], _type_order(kv[0]))))}
 
 
 __all__ = ["bootstrap_f1", "scores", "set_aside_unjudged", "span_metrics", "to_span", "to_spans", "unscored_spans"]

@@ -2,7 +2,7 @@
 
 A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``per_source`` (overall scores of each
 source when the data mixes several), ``unscored`` (with ``--types``: the spans predicted of types neither scored nor
-labelled in the gold, per type and per 1,000 words), ``throughput``, ``dropped`` (spans not scored, by reason) and
+labelled in the gold, per type and per 1,000 words, and the gold spans lying inside them), ``throughput``, ``dropped`` (spans not scored, by reason) and
 ``meta`` (command line, model or baseline, data, split, n_texts, seconds), and ``interval`` (the F1's 95% interval
 over documents drawn again; under ``compare``, also each system's F1 minus this one's on the same draws).
 """
@@ -136,6 +136,10 @@ def format_markdown(report, title=None):
                   + (f"; {u['on_not_pii_spans']} of them on stretches the gold labels as no PII type (wrong)"
                      if u.get("on_not_pii_spans") else ""),
                   _table(("type", "spans"), list(u["per_type"].items()))]
+        if u.get("gold_inside"):
+            parts += ["Gold spans of the scored types lying inside one of these, each a miss in the score (the "
+                      "system gave the stretch another type: a street address over a city and state, a party "
+                      "over an organization): " + ", ".join(f"{n} inside {t}" for t, n in u["gold_inside"].items())]
     a = report.get("set_aside_unjudged")
     if a and a["spans"]:
         parts.append(f"{a['spans']} predicted spans lie inside stretches the gold leaves unjudged (a mention it may "
