@@ -2,9 +2,10 @@
 
 A report is the ``span_metrics`` result (overall, per_type, per_tier) plus ``per_source`` (overall scores of each
 source when the data mixes several), ``unscored`` (with ``--types``: the spans predicted of types neither scored nor
-labelled in the gold, per type and per 1,000 words, and the gold spans lying inside them), ``throughput``, ``dropped`` (spans not scored, by reason) and
-``meta`` (command line, model or baseline, data, split, n_texts, seconds), and ``interval`` (the F1's 95% interval
-over documents drawn again; under ``compare``, also each system's F1 minus this one's on the same draws).
+labelled in the gold, per type and per 1,000 words, and the gold spans lying inside them), ``throughput``,
+``dropped`` (spans not scored, by reason) and ``meta`` (command line, model or baseline, data, split, n_texts,
+seconds), and ``interval`` (the F1's 95% interval over documents drawn again; under ``compare``, also each system's
+F1 minus this one's on the same draws).
 """
 
 import json
