@@ -260,9 +260,12 @@ def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None, 
     words = sum(len(text.split()) for text in texts)
     total = sum(counts.values())
     return {"spans": total, "words": words, "per_1k_words": 1000 * total / words if words else None,
-            "per_type": dict(sorted(counts.items(), key=lambda kv: (-kv[1], _type_order(kv[0])))),
-            "on_not_pii_spans": on_not_pii,
-            "gold_inside": dict(sorted(gold_inside.items(), key=lambda kv: (-kv[1], _type_order(kv[0]))))}
+            "per_type": _most_first(counts), "on_not_pii_spans": on_not_pii, "gold_inside": _most_first(gold_inside)}
+
+
+def _most_first(counts):
+    """A Counter of types as a dict, most first, ties in schema order."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], _type_order(kv[0]))))
 
 
 __all__ = ["bootstrap_f1", "scores", "set_aside_unjudged", "span_metrics", "to_span", "to_spans", "unscored_spans"]
