@@ -185,6 +185,11 @@ def test_gold_spans_inside_a_prediction_of_an_unscored_type_are_counted_as_a_con
     report = _run("--predictions", predictions, "--data", gold, "--types", "PERSON,LOCATION,ORGANIZATION")
     assert report["overall"]["fn"] == 2 and report["unscored"]["gold_inside"] == {"STREET_ADDRESS": 2}
     assert "2 inside STREET_ADDRESS" in capsys.readouterr().out
+    # a place some prediction also finds exactly is no miss, whatever else covers it
+    both = _write_jsonl(tmp_path / "both.jsonl", [{"id": "a", "spans": [
+        org, at("STREET_ADDRESS", "12 Main Street, Boston, MA 02110"), at("LOCATION", "Boston"), person, later]}])
+    report = _run("--predictions", both, "--data", gold, "--types", "PERSON,LOCATION,ORGANIZATION")
+    assert report["overall"]["fn"] == 1 and report["unscored"]["gold_inside"] == {"STREET_ADDRESS": 1}
     # scored on every type, the address is judged, and nothing is left to explain
     assert _run("--predictions", predictions, "--data", gold).get("unscored") is None
 

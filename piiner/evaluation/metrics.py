@@ -251,10 +251,13 @@ def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None, 
     scored, counts, on_not_pii, gold_inside = set(types), Counter(), 0, Counter()
     for i, (spans, labelled, not_pii) in enumerate(zip(pred, labelled_types, not_pii_spans)):
         judged = scored | set(labelled or ())
-        unjudged = [span for span in to_spans(spans, f"pred text {i}") if span[2] not in judged]
+        found = to_spans(spans, f"pred text {i}")
+        unjudged = [span for span in found if span[2] not in judged]
         counts.update(span_type for _, _, span_type in unjudged)
         on_not_pii += sum(any(start < n["end"] and n["start"] < end for n in not_pii or ()) for start, end, _ in unjudged)
-        for start, end, _ in (s for s in to_spans(gold[i] if gold else (), f"gold text {i}") if s[2] in scored):
+        # a gold span some prediction matches exactly is no miss, whatever else covers it
+        missed = [s for s in to_spans(gold[i] if gold else (), f"gold text {i}") if s[2] in scored and s not in found]
+        for start, end, _ in missed:
             outer = next((t for a, b, t in unjudged if a <= start and end <= b), None)
             gold_inside.update([outer] if outer else [])
     words = sum(len(text.split()) for text in texts)
