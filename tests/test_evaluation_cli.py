@@ -264,6 +264,32 @@ def test_several_splits_are_scored_as_one_set(tmp_path):
         _run("--baseline", "regex", "--data", tmp_path / "ds", "--split", "train,validation")
 
 
+def test_the_two_halves_of_the_documents_split_every_document_whole_and_add_up_to_the_whole(tmp_path):
+    """Recipe changes are judged on one half of a corpus's documents and its figures quoted on the other: each
+    document lies wholly in one half, the halves differ by one document at most, whatever order the rows come in,
+    and their counts add up to the whole corpus's."""
+    from piiner.evaluation.data import document_half
+
+    rows = [{"id": f"{d}/{k}", "group": f"doc{d}", "source": "web", "text": f"Mail x{d}{k}@example.com now.",
+             "spans": [{"start": 5, "end": 20 + len(str(d)), "label": "EMAIL"}] if k % 2 else []}
+            for d in range(9) for k in range(3)]
+    development, report = document_half(rows, "development"), document_half(rows, "report")
+    docs = [{r["group"] for r in half} for half in (development, report)]
+    assert not docs[0] & docs[1] and len(docs[0] | docs[1]) == 9 and sorted(map(len, docs)) == [4, 5]
+    assert len(development) + len(report) == len(rows)
+    assert document_half(rows[::-1], "development") == development[::-1]
+    with pytest.raises(ValueError, match="half must be one of"):
+        document_half(rows, "test")
+
+    gold = _write_jsonl(tmp_path / "gold.jsonl", rows)
+    whole, *halves = (_run("--baseline", "regex", "--data", gold, *(["--half", h] if h else []))
+                      for h in (None, "development", "report"))
+    assert [h["meta"]["n_texts"] for h in halves] == [len(development), len(report)]
+    assert [h["interval"]["documents"] for h in halves] == [len(docs[0]), len(docs[1])]
+    for key in ("tp", "fp", "fn"):
+        assert halves[0]["overall"][key] + halves[1]["overall"][key] == whole["overall"][key]
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -3,6 +3,8 @@
 import json
 import os
 
+import pytest
+
 from piiner.evaluation.out_of_source import main
 
 
@@ -91,8 +93,10 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
         f1 = {"variant_2": 0.50, "variant_2_seed7": 0.54, "variant_2_seed9": 0.52}[os.path.basename(model)]
         (tmp_path / os.path.basename(out)).write_text(json.dumps(_report(f1, 10 if split == "test" else 40)))
 
+    halved = []
     monkeypatch.setattr(oos, "trained_without", fake_trained_without)
     monkeypatch.setattr(oos, "evaluate_source", fake_evaluate)
+    monkeypatch.setattr(oos, "score_halves", lambda whole, data: halved.append(os.path.basename(whole)))
     config = tmp_path / "c.yaml"
     config.write_text("seed: 42\nmax_steps: 10\n")
     main(["ablation", "--sources", "a,btc", "--held-out", "btc", "--also", "", "--config", str(config), "--data", "d",
@@ -100,6 +104,8 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
     # The config's seed keeps the plain name (an earlier run without --train-seeds is reused).
     assert trained == [("variant_2", ["--fusion", "none"]), ("variant_2_seed7", ["--fusion", "none", "--seed", "7"]),
                        ("variant_2_seed9", ["--fusion", "none", "--seed", "9"])]
+    # each whole-corpus report is also scored on the two halves of its documents
+    assert halved == ["whole_variant_2_btc.json", "whole_variant_2_seed7_btc.json", "whole_variant_2_seed9_btc.json"]
     capsys.readouterr()
     main(["ablation-table", str(tmp_path)])
     assert capsys.readouterr().out.splitlines()[2] == "| no char CNN | 0.520 (0.500-0.540, 3 seeds) |"
@@ -108,6 +114,32 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
     # The held-out source was also scored whole, every split of it (the fake gives it 40 texts).
     main(["table", str(tmp_path), "--prefix", "whole_variant_2_"])
     assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 40 | 0.500 (0.500 / 0.500) | - | - | - |"]
+
+
+def test_halves_rescore_each_whole_report_on_both_halves_of_its_documents_from_its_saved_predictions(tmp_path, capsys):
+    """A recipe change is judged on the development half; the report half's figures are the ones quoted."""
+    rows = [{"id": f"t{i}", "group": f"doc{i // 2}", "source": "btc", "text": f"Ann Lee met Bo Kim {i}.",
+             "spans": [{"start": 0, "end": 7, "label": "PERSON"}, {"start": 11, "end": 17, "label": "PERSON"}]}
+            for i in range(12)]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "_predictions").mkdir()
+    (tmp_path / "_predictions" / "whole_variant_0_btc.jsonl").write_text("".join(
+        json.dumps({"id": r["id"], "spans": r["spans"][: 1 + i % 2]}) + "\n" for i, r in enumerate(rows)))
+    whole = {"overall": {"f1": 0.8}, "meta": {"source": "btc", "split": "train,validation,test", "types": ["PERSON"],
+                                              "data": "elsewhere/data", "n_texts": 12}}
+    (tmp_path / "whole_variant_0_btc.json").write_text(json.dumps(whole))
+    main(["halves", str(tmp_path), "--data", str(gold)])
+    scored = {h: json.loads((tmp_path / f"{h}_variant_0_btc.json").read_text()) for h in ("development", "report")}
+    assert sorted(r["meta"]["n_texts"] for r in scored.values()) == [6, 6]
+    assert sum(r["overall"]["tp"] for r in scored.values()) == 18 and all(
+        r["overall"]["fp"] == 0 and r["meta"]["half"] == h for h, r in scored.items())
+    capsys.readouterr()
+    main(["table", str(tmp_path), "--prefix", "development_variant_0_"])
+    assert capsys.readouterr().out.splitlines()[2].startswith("| btc | 6 | ")
+    (tmp_path / "_predictions" / "whole_variant_0_btc.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match="predictions .* are missing"):
+        main(["halves", str(tmp_path), "--data", str(gold)])
 
 
 def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_one(tmp_path, capsys):

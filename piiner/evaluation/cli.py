@@ -22,8 +22,10 @@ from collections import Counter
 
 from piiner.evaluation.baselines import BASELINES, BaselineUnavailable, get_baseline, with_backstop
 from piiner.evaluation.data import (
+    HALVES,
     align_predictions,
     check_and_map_spans,
+    document_of,
     load_split,
     parse_label_map,
     prediction_spans,
@@ -47,6 +49,9 @@ def parse_args(argv=None):
     p.add_argument("--split", default="test", help="split of a DatasetDict (default: test); several joined by commas "
                    "(train,validation,test: every document of a source the model never trained on)")
     p.add_argument("--source", help="keep only rows whose 'source' column equals this")
+    p.add_argument("--half", choices=HALVES, help="keep one fixed half of the documents (ordered by a hash of each "
+                   "'group', dealt alternately): development, where recipe changes are judged, or report, kept for "
+                   "the figures quoted; the same --split and --source give the same halves")
     p.add_argument("--types", help="comma-separated piiner types to score (others ignored in gold and predictions)")
     p.add_argument("--label-map", help="rename gold (and --predictions) types: A=B,C=O or a JSON file; O drops")
     p.add_argument("--merge-types", help="score these types as one, in the gold and in every system's predictions: "
@@ -174,7 +179,7 @@ def evaluate(args, command=None):
     label_map = parse_label_map(args.label_map)
     compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
     split_rows = load_split(args.data, split=args.split)
-    rows = select_rows(split_rows, source=args.source, limit=args.limit)
+    rows = select_rows(split_rows, source=args.source, limit=args.limit, half=args.half)
     texts = [r["text"] for r in rows]
     n_chars = sum(map(len, texts))
     dropped = Counter()
@@ -212,7 +217,7 @@ def evaluate(args, command=None):
             report["compare"][name] = dict(score(rows, gold, pred_b, types, set_aside_b), **timing)
             compared[name] = pred_b
     # One set of document draws for every system: the intervals of their differences are paired.
-    drawn = bootstrap_f1(gold, [pred, *compared.values()], [r.get("group") or r["id"] for r in rows], types,
+    drawn = bootstrap_f1(gold, [pred, *compared.values()], [document_of(r) for r in rows], types,
                          resamples=args.resamples)
     report["interval"] = _interval(drawn, 0)
     for k, name in enumerate(compared, 1):
@@ -228,6 +233,7 @@ def evaluate(args, command=None):
         "data": args.data,
         "split": args.split,
         "source": args.source,
+        "half": args.half,
         "types": types,
         "label_map": label_map or None,
         "merge_types": merge or None,

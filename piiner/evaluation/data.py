@@ -8,6 +8,7 @@ line has one, else line by line against the rows of the chosen split (before ``-
 Spans whose type is not a piiner type after the label map are dropped and counted by reason, never silently.
 """
 
+import hashlib
 import json
 import os
 from collections import Counter
@@ -17,6 +18,10 @@ from piiner.pii_schema import TIER_OF
 
 # Label-map targets that mean "not PII for us": the span is dropped (and counted).
 DROP_TARGETS = ("", "O", "NONE")
+
+# The two fixed halves of a corpus's documents (`--half`): recipe changes are judged on the first, and the figures
+# quoted for a recipe are taken on the second, which no decision has looked at.
+HALVES = ("development", "report")
 
 
 def parse_label_map(spec):
@@ -120,8 +125,9 @@ def load_split(data, split="test"):
     return rows
 
 
-def select_rows(rows, source=None, limit=None):
-    """The rows of one source (``--source``), the first ``limit`` of them."""
+def select_rows(rows, source=None, limit=None, half=None):
+    """The rows of one source (``--source``), of one half of its documents (`document_half`), the first ``limit``
+    of them."""
     if source is not None:
         sources = Counter(r.get("source") for r in rows)
         if set(sources) == {None}:
@@ -129,7 +135,26 @@ def select_rows(rows, source=None, limit=None):
         rows = [r for r in rows if r.get("source") == source]
         if not rows:
             raise ValueError(f"no row has source {source!r}; sources present: {dict(sources)}")
+    if half is not None:
+        rows = document_half(rows, half)
     return rows[:limit] if limit is not None else rows
+
+
+def document_of(row):
+    """The document a row belongs to: its ``group`` (a tweet, an article, a filing), else the row alone."""
+    return str(row.get("group") or row["id"])
+
+
+def document_half(rows, half):
+    """The rows of one of two fixed halves of their documents: the documents ordered by the SHA-256 of their key
+    and dealt alternately, the first to ``development`` and the second to ``report`` (`HALVES`), so the halves
+    differ by one document at most (4 and 4 of a corpus of 8 filings) and the same rows always give the same
+    halves. Dealt among the documents given: a test split's halves are not those of the whole corpus."""
+    if half not in HALVES:
+        raise ValueError(f"half must be one of {HALVES}, not {half!r}")
+    order = sorted({document_of(r) for r in rows}, key=lambda d: hashlib.sha256(d.encode("utf-8")).hexdigest())
+    kept = set(order[HALVES.index(half)::2])
+    return [r for r in rows if document_of(r) in kept]
 
 
 def check_and_map_spans(row, label_map, dropped, who):
@@ -211,5 +236,5 @@ def align_predictions(gold_rows, pred_rows, pred_path, known_ids=None):
     return aligned
 
 
-__all__ = ["parse_label_map", "load_gold", "load_split", "select_rows", "check_and_map_spans", "align_predictions",
-           "prediction_spans", "read_jsonl"]
+__all__ = ["HALVES", "parse_label_map", "load_gold", "load_split", "select_rows", "document_of", "document_half",
+           "check_and_map_spans", "align_predictions", "prediction_spans", "read_jsonl"]

@@ -9,6 +9,8 @@
     python -m piiner.evaluation.out_of_source table runs/oos [--in-source runs/reference]
     python -m piiner.evaluation.out_of_source table runs/ablation --prefix eval_variant_0_ --in-source runs/reference
     python -m piiner.evaluation.out_of_source table runs/ablation --prefix whole_variant_0_
+    python -m piiner.evaluation.out_of_source halves runs/ablation --data data/reference
+    python -m piiner.evaluation.out_of_source table runs/ablation --prefix development_variant_0_
     python -m piiner.evaluation.out_of_source ablation-table runs/ablation
     python -m piiner.evaluation.out_of_source unscored-table runs/reference
 
@@ -16,7 +18,9 @@
 synthetic record carries its sentences either) and scores it on that source's test split; `ablation` trains each
 architecture and loss variant once, on every source but the held-out ones, and scores all of them there. A
 held-out source is scored on its test split (`eval_*.json`, beside the in-source model's) and whole, every split of
-it, since no split of it was trained on (`whole_*.json`: more documents, a narrower interval). Each
+it, since no split of it was trained on (`whole_*.json`: more documents, a narrower interval), and each half of
+its documents apart (`development_*.json`, `report_*.json`: `halves`): a change to the recipe is judged on the
+development half, and the figures quoted for the recipe are the report half's, which no decision has seen. Each
 score comes with Presidio's, Rampart's and the regex baseline's on the same rows, in the same run (`--compare`). A
 source's types are the ones its annotators labelled (persons, places, organizations; GUM also dates). `table`
 prints the results as markdown, beside the in-source scores of a model trained on everything.
@@ -31,6 +35,7 @@ import sys
 
 from piiner.data_prep.build import build
 from piiner.data_prep.sources.conll import NER_LABELLED_TYPES
+from piiner.evaluation.data import HALVES
 from piiner.evaluation.metrics import RELAXED_SCHEMES
 from piiner.evaluation.report import interval_text
 
@@ -79,6 +84,38 @@ def evaluate_source(model, data, source, out, baselines=tuple(BASELINES), split=
     return run(argv)
 
 
+def score_halves(whole, data):
+    """A whole-corpus report (`whole_<name>.json`) scored again on each half of its documents, from the predictions
+    saved beside it, into `development_<name>.json` and `report_<name>.json`; returns their paths. ``data``: the
+    gold corpus (the report's own, when it was written in another folder or on another machine)."""
+    from piiner.evaluation.cli import run
+
+    folder, name = os.path.split(whole)
+    name = name.removeprefix("whole_").removesuffix(".json")
+    predictions = os.path.join(folder, "_predictions", f"whole_{name}.jsonl")
+    if not os.path.isfile(predictions):
+        raise FileNotFoundError(f"{whole}: its predictions {predictions} are missing; score the source whole again")
+    with open(whole) as f:
+        meta = json.load(f)["meta"]
+    outs = []
+    for half in HALVES:
+        outs.append(os.path.join(folder, f"{half}_{name}.json"))
+        argv = ["--predictions", predictions, "--data", data, "--source", meta["source"], "--split", meta["split"],
+                "--half", half, "--out", outs[-1]]
+        run(argv + (["--types", ",".join(meta["types"])] if meta.get("types") else []))
+    return outs
+
+
+def halves(args):
+    """Every whole-corpus report of a folder scored on each half of its documents (`score_halves`)."""
+    wholes = [name for name in sorted(os.listdir(args.folder)) if name.startswith("whole_") and name.endswith(".json")]
+    if not wholes:
+        raise SystemExit(f"{args.folder}: no whole_<name>.json report to split (an ablation or leave-one-out writes "
+                         "them)")
+    for name in wholes:
+        score_halves(os.path.join(args.folder, name), args.data)
+
+
 def train(config, dataset, output_dir, extra=()):
     """piiner-train in a fresh process (a run's memory and threads end with it); raises on failure."""
     command = [sys.executable, "-m", "piiner.train", "--config", config, "--dataset", dataset, "--output_dir",
@@ -118,7 +155,9 @@ def leave_one_out(args):
     for source in args.held_out.split(","):
         model = trained_without(args, f"without_{source}", [source])
         evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_{source}.json"))
-        evaluate_source(model, args.data, source, os.path.join(args.out, f"whole_{source}.json"), split=WHOLE)
+        whole = os.path.join(args.out, f"whole_{source}.json")
+        evaluate_source(model, args.data, source, whole, split=WHOLE)
+        score_halves(whole, args.data)
 
 
 def ablation(args):
@@ -140,8 +179,9 @@ def ablation(args):
                     evaluate_source(model, args.data, source, os.path.join(args.out, f"eval_{name}_{source}.json"),
                                     baselines=baselines)
             for source in held_out:
-                evaluate_source(model, args.data, source, os.path.join(args.out, f"whole_{name}_{source}.json"),
-                                baselines=baselines, split=WHOLE)
+                whole = os.path.join(args.out, f"whole_{name}_{source}.json")
+                evaluate_source(model, args.data, source, whole, baselines=baselines, split=WHOLE)
+                score_halves(whole, args.data)
             with open(os.path.join(model, "variant.json"), "w") as f:
                 json.dump({"variant": variant, "flags": flags, "held_out": held_out, "seed": seed}, f)
 
@@ -292,6 +332,10 @@ def parser():
                        "(per 1,000 words, every system)")
     u.add_argument("folder")
     u.add_argument("--prefix", default="eval_", help="report files <prefix><source>.json")
+    h = sub.add_parser("halves", help="score a folder's whole-corpus reports again on each half of their documents "
+                       "(development_<name>.json, report_<name>.json), from their saved predictions")
+    h.add_argument("folder")
+    h.add_argument("--data", required=True, help="the gold corpus the reports were scored on")
     a = sub.add_parser("ablation-table", help="print an ablation folder's F1 per variant and source as markdown")
     a.add_argument("folder")
     t.add_argument("--label", default="piiner out of source F1", help="heading of the reports' F1 column")
@@ -303,7 +347,7 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table,
-                "unscored-table": unscored_table, "ablation-table": ablation_table}
+                "halves": halves, "unscored-table": unscored_table, "ablation-table": ablation_table}
     commands[args.command](args)
     return 0
 
