@@ -72,8 +72,7 @@ def evaluate_source(model, data, source, out, baselines=tuple(BASELINES), split=
     (`piiner-evaluate --compare`)."""
     from piiner.evaluation.cli import run
 
-    name = os.path.basename(out).removeprefix("eval_").removesuffix(".json")
-    predictions = os.path.join(os.path.dirname(out), "_predictions", f"{name}.jsonl")
+    predictions = saved_predictions(out)
     os.makedirs(os.path.dirname(predictions), exist_ok=True)
     argv = ["--model", model, "--data", data, "--source", source, "--split", split, "--out", out,
             "--save-predictions", predictions]
@@ -84,6 +83,13 @@ def evaluate_source(model, data, source, out, baselines=tuple(BASELINES), split=
     return run(argv)
 
 
+def saved_predictions(report):
+    """Where `evaluate_source` keeps the predictions behind a report: ``_predictions/`` beside it, ``btc.jsonl``
+    for ``eval_btc.json``, ``whole_btc.jsonl`` for ``whole_btc.json``."""
+    name = os.path.basename(report).removeprefix("eval_").removesuffix(".json")
+    return os.path.join(os.path.dirname(report), "_predictions", f"{name}.jsonl")
+
+
 def score_halves(whole, data):
     """A whole-corpus report (`whole_<name>.json`) scored again on each half of its documents, from the predictions
     saved beside it, into `development_<name>.json` and `report_<name>.json`; returns their paths. ``data``: the
@@ -92,7 +98,7 @@ def score_halves(whole, data):
 
     folder, name = os.path.split(whole)
     name = name.removeprefix("whole_").removesuffix(".json")
-    predictions = os.path.join(folder, "_predictions", f"whole_{name}.jsonl")
+    predictions = saved_predictions(whole)
     if not os.path.isfile(predictions):
         raise FileNotFoundError(f"{whole}: its predictions {predictions} are missing; score the source whole again")
     with open(whole) as f:
