@@ -137,9 +137,13 @@ def test_halves_rescore_each_whole_report_on_both_halves_of_its_documents_from_i
     capsys.readouterr()
     main(["table", str(tmp_path), "--prefix", "development_variant_0_"])
     assert capsys.readouterr().out.splitlines()[2].startswith("| btc | 6 | ")
-    (tmp_path / "_predictions" / "whole_variant_0_btc.jsonl").unlink()
-    with pytest.raises(FileNotFoundError, match="predictions .* are missing"):
+    # a report without its predictions: one line naming it, and no half of any report rewritten
+    (tmp_path / "whole_variant_1_btc.json").write_text(json.dumps(whole))
+    for half in scored:
+        (tmp_path / f"{half}_variant_0_btc.json").unlink()
+    with pytest.raises(SystemExit, match="no saved predictions .* behind whole_variant_1_btc.json"):
         main(["halves", str(tmp_path), "--data", str(gold)])
+    assert not list(tmp_path.glob("development_*")) and not list(tmp_path.glob("report_*"))
 
 
 def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_one(tmp_path, capsys):

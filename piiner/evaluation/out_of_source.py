@@ -118,6 +118,10 @@ def halves(args):
     if not wholes:
         raise SystemExit(f"{args.folder}: no whole_<name>.json report to split (an ablation or leave-one-out writes "
                          "them)")
+    missing = [name for name in wholes if not os.path.isfile(saved_predictions(os.path.join(args.folder, name)))]
+    if missing:
+        raise SystemExit(f"{args.folder}: no saved predictions (_predictions/) behind {', '.join(missing)}; score "
+                         "those sources whole again. Nothing was rescored")
     for name in wholes:
         score_halves(os.path.join(args.folder, name), args.data)
 
