@@ -216,7 +216,8 @@ def align_predictions(gold_rows, pred_rows, pred_path, known_ids=None):
         if missing:
             raise ValueError(f"{pred_path} has no prediction for {len(missing)} gold ids, e.g. {missing[:5]}")
         if known_ids is not None:
-            unknown = [i for i in by_id if i not in {str(k) for k in known_ids}]
+            known = {str(k) for k in known_ids}
+            unknown = [i for i in by_id if i not in known]
             if unknown:
                 raise ValueError(f"{pred_path} has predictions for {len(unknown)} ids that are not in the gold data, "
                                  f"e.g. {unknown[:5]}: were they made on another file?")
