@@ -484,7 +484,7 @@ def test_a_prediction_row_without_predictions_or_with_an_unknown_id_is_an_error(
 
 def test_the_gold_ids_are_read_once_when_predictions_are_aligned_not_once_per_prediction():
     """Checking predictions for stray ids read every gold id again for each prediction: on a 4,658-row corpus
-    rescoring saved predictions took three minutes, nearly all of it there."""
+    rescoring the two halves of one saved report took two minutes, nearly all of it there."""
     from piiner.evaluation.data import align_predictions
 
     class CountedIds(list):
