@@ -52,6 +52,19 @@ def test_table_skips_files_that_are_not_reports(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 948 | 0.700 (0.700 / 0.700) | - | - | - |"]
 
 
+@pytest.mark.parametrize("command", [["table", "{missing}"], ["table", "{here}", "--in-source", "{missing}"],
+                                     ["ablation-table", "{missing}"], ["unscored-table", "{missing}"],
+                                     ["halves", "{missing}", "--data", "gold.jsonl"]])
+def test_a_folder_that_is_not_there_is_named_in_one_line(tmp_path, capsys, command):
+    """A typo in a folder: one line naming it (it was a traceback from os.listdir, and a mistyped --in-source gave a
+    column of "-" as if the in-source model had no reports)."""
+    (tmp_path / "eval_btc.json").write_text(json.dumps(_report(0.7, 948)))
+    argv = [a.format(missing=tmp_path / "runs" / "oos-ner", here=tmp_path) for a in command]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and f"{tmp_path / 'runs' / 'oos-ner'}: no such folder" in capsys.readouterr().err
+
+
 def test_unscored_table_gives_each_systems_other_types_per_1000_words(tmp_path, capsys):
     def unscored(spans, per_type=None):
         return {"spans": spans, "words": 2000, "per_1k_words": spans / 2, "per_type": per_type or {}}

@@ -355,7 +355,12 @@ def parser():
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    # A folder the command reads: a typo is named here, not met as a traceback (or, for --in-source, a column of "-").
+    for name, folder in (("folder", getattr(args, "folder", None)), ("--in-source", getattr(args, "in_source", None))):
+        if folder is not None and not os.path.isdir(folder):
+            p.error(f"{name} {folder}: no such folder")
     commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table,
                 "halves": halves, "unscored-table": unscored_table, "ablation-table": ablation_table}
     commands[args.command](args)
