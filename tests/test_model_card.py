@@ -106,7 +106,7 @@ def test_bare_span_metrics_reports_from_training_render(config, tmp_path):
     assert "(command not recorded)" in content
 
 
-def test_reports_added_later_join_the_training_card(tmp_path, config):
+def test_reports_added_later_join_the_training_card(tmp_path, config, capsys):
     """`python -m piiner.evaluation.model_card DIR --report NAME=FILE` adds evaluations run after training to its card,
     keeping the training run's sections."""
     from piiner.evaluation.model_card import main
@@ -128,6 +128,13 @@ def test_reports_added_later_join_the_training_card(tmp_path, config):
     assert {(r.dataset_name, r.metric_type) for r in card.data.eval_results} >= {("presidio-research test", "f1")}
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--report", "no-equals-sign"])
+    # a mistyped report or model folder: one line naming it, and the card as it was
+    for argv, named in (([str(tmp_path), "--report", f"x={tmp_path / 'eval_presidoi.json'}"], "eval_presidoi.json"),
+                        ([str(tmp_path / "runs"), "--report", f"x={tmp_path / 'eval_presidio.json'}"], "runs has no")):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2 and named in capsys.readouterr().err
+    assert (tmp_path / "README.md").read_text() == content
 
 
 def test_lead_reports_open_the_results_table(tmp_path, config):

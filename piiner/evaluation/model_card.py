@@ -470,6 +470,12 @@ def main(argv=None):
         if not sep or not name:
             parser.error(f"--report takes NAME=REPORT.json, got {item!r}")
         reports[name] = report_path
+    # What the card is rendered from, and every report, checked before anything is rewritten.
+    if not has_card_inputs(args.model_dir):
+        parser.error(f"{args.model_dir} has no {CARD_INPUTS_FILE}: not a model folder whose card this version wrote")
+    missing = [path for path in reports.values() if not os.path.isfile(path)]
+    if missing:
+        parser.error(f"no report at {', '.join(missing)}")
     add_reports(args.model_dir, reports, lead=args.lead, system=args.system)
     print(f"model card of {args.model_dir} now has: {', '.join(reports)}")
 
