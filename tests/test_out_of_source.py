@@ -65,6 +65,23 @@ def test_a_folder_that_is_not_there_is_named_in_one_line(tmp_path, capsys, comma
     assert exited.value.code == 2 and f"{tmp_path / 'runs' / 'oos-ner'}: no such folder" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["ablation", "leave-one-out"])
+@pytest.mark.parametrize("change, named", [({"--config": "{tmp}/configs/out-of-sorce.yaml"}, "out-of-sorce.yaml: no "),
+                                           ({"--held-out": "btc,wikigld"}, "--held-out names wikigld")])
+def test_a_sweep_with_a_missing_config_or_an_unknown_held_out_source_stops_before_training(
+        tmp_path, monkeypatch, capsys, command, change, named):
+    import piiner.evaluation.out_of_source as oos
+
+    monkeypatch.setattr(oos, "trained_without", lambda *a, **k: pytest.fail("a model was trained"))
+    (tmp_path / "oos.yaml").write_text("seed: 0\n")
+    options = {"--sources": "synthetic,btc,wikigold", "--held-out": "btc,wikigold", "--config": str(tmp_path / "oos.yaml"),
+               "--data": str(tmp_path), "--out": str(tmp_path / "out")}
+    options.update({k: v.format(tmp=tmp_path) for k, v in change.items()})
+    with pytest.raises(SystemExit) as exited:
+        main([command, *(x for pair in options.items() for x in pair)])
+    assert exited.value.code == 2 and named in capsys.readouterr().err
+
+
 def test_unscored_table_gives_each_systems_other_types_per_1000_words(tmp_path, capsys):
     def unscored(spans, per_type=None):
         return {"spans": spans, "words": 2000, "per_1k_words": spans / 2, "per_type": per_type or {}}

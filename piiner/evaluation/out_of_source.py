@@ -361,6 +361,13 @@ def main(argv=None):
     for name, folder in (("folder", getattr(args, "folder", None)), ("--in-source", getattr(args, "in_source", None))):
         if folder is not None and not os.path.isdir(folder):
             p.error(f"{name} {folder}: no such folder")
+    if args.command in ("leave-one-out", "ablation"):  # before a corpus is built or a model trained
+        if not os.path.isfile(args.config):
+            p.error(f"--config {args.config}: no such file")
+        unknown = [s for s in args.held_out.split(",") if s not in args.sources.split(",")]
+        if unknown:
+            p.error(f"--held-out names {', '.join(unknown)}, which --sources does not: a held-out source must be one "
+                    "of the full corpus's sources")
     commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table,
                 "halves": halves, "unscored-table": unscored_table, "ablation-table": ablation_table}
     commands[args.command](args)
