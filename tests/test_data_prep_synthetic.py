@@ -165,6 +165,33 @@ def test_pii_set_into_real_sentences_keeps_every_span_and_declares_what_was_labe
     assert len(places) == 4  # before, between the sentences (twice) and after
 
 
+def test_real_training_texts_come_again_with_new_names_in_their_letter_case_and_every_other_span_kept():
+    carrier = {"id": "btc-7", "text": "ann met Bob at IBM in Leeds. Then they left, call 555-0101", "group": "btc/x",
+               "split": "train", "source": "btc",
+               "spans": [{"start": 0, "end": 3, "label": "PERSON"}, {"start": 8, "end": 11, "label": "PERSON"},
+                         {"start": 15, "end": 18, "label": "ORGANIZATION"}, {"start": 22, "end": 27, "label": "LOCATION"},
+                         {"start": 50, "end": 58, "label": "PHONE"}],
+               "labelled_types": ["PERSON", "LOCATION", "ORGANIZATION", "PHONE"],
+               "not_pii_spans": [{"start": 29, "end": 38}], "unjudged_spans": [{"start": 39, "end": 43}]}
+    nameless = {**carrier, "id": "btc-8", "text": "no names here", "spans": [], "not_pii_spans": [],
+                "unjudged_spans": []}
+    held_out = {**carrier, "id": "btc-9", "split": "test"}
+    records = list(SyntheticGenerator(seed=3).records(0, {"train": [carrier, nameless], "test": [held_out]}))
+    assert len(records) == 1  # one per training text that names someone or something
+    out = records[0]
+    assert out["split"] == "train" and out["group"].endswith("btc/x") and out["source"] == "synthetic"
+    assert out["labelled_types"] == carrier["labelled_types"]
+    cleaned = clean_record(out, Audit())
+    text, spans = cleaned["text"], cleaned["spans"]
+    assert [s["label"] for s in spans] == ["PERSON", "PERSON", "ORGANIZATION", "LOCATION", "PHONE"]
+    assert text[spans[0]["start"]:spans[0]["end"]].islower()  # "ann" was written in lower case
+    assert text[spans[-1]["start"]:spans[-1]["end"]] == "555-0101"
+    assert [text[s["start"]:s["end"]] for s in cleaned["not_pii_spans"] + cleaned["unjudged_spans"]] == ["Then they",
+                                                                                                       "left"]
+    assert text[spans[0]["end"]:spans[1]["start"]] == " met " and text[spans[2]["end"]:spans[3]["start"]] == " in "
+    assert text != carrier["text"]
+
+
 def test_joined_templates_run_on_as_one_sentence_and_keep_every_value_exact():
     from piiner.data_prep.synthetic.generate import Template
 
