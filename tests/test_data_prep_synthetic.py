@@ -253,6 +253,28 @@ def test_names_given_together_are_separate_spans_and_the_rest_of_the_record_is_d
     assert [(r["split"], r["group"]) for r in always] == [(r["split"], r["group"]) for r in never]
 
 
+def test_running_text_writes_the_before_names_that_take_it_and_keeps_it_outside_the_span():
+    from piiner.data_prep.synthetic.generate import Template
+
+    generator = SyntheticGenerator(seed=3, compose_probability=0.0, wrap_probability=0.0, case_probability=0.0,
+                                   noise_probability=0.0, repeat_probability=0.0)
+    splits = list(generator.by_split)
+    generator.templates = {"ORGANIZATION": [Template("ORGANIZATION/0", s, "She is a nurse at <ORGANIZATION>.")
+                                            for s in splits],
+                           "LOCATION": [Template("LOCATION/0", s, "Region: <LOCATION>") for s in splits]}
+    orgs = [generator.make_record("ORGANIZATION", i) for i in range(300)]
+    places = [generator.make_record("LOCATION", i) for i in range(300)]
+    for r in orgs + places:
+        assert all(r["text"][s["start"]:s["end"]] == s["value"] for s in r["spans"])
+        assert not r["spans"][0]["value"].lower().startswith("the ")
+    with_article = [r for r in orgs if r["text"].startswith("She is a nurse at the ")]
+    assert {r["spans"][0]["value"] for r in with_article} & {"EU", "FBI", "NHS", "European Union"}
+    assert any(r["spans"][0]["value"].startswith("University of ") for r in with_article)
+    # a company name goes without one, and so does every value after a field label
+    assert any(r["text"] == f"She is a nurse at {r['spans'][0]['value']}." for r in orgs)
+    assert not any("the " in r["text"] for r in places)
+
+
 def test_the_dense_test_set_joins_four_to_seven_held_out_templates_per_text():
     # A call note with a name, a date of birth, a phone, a card and an SSN: more identifiers in one text than a
     # training record holds (one to three templates).

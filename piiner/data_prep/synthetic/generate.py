@@ -24,7 +24,7 @@ from piiner.pii_schema import PII_TYPES
 
 from ..records import NOT_PII
 from .templates import FORMAT_TEMPLATES, NEGATIVE_TEMPLATES, TEMPLATES, template_split
-from .values import COORDINATED, GENERATORS, NEGATIVES, coordinated
+from .values import COORDINATED, GENERATORS, NEGATIVES, coordinated, takes_article
 
 SOURCE = "synthetic"
 FORMATS_SOURCE = "formats"
@@ -36,6 +36,10 @@ _WRAPPERS = (("(", ")"), ('"', '"'), ("[", "]"), ("'", "'"), ("<", ">"), ("*", "
 _JOINERS = (" ", " ", "\n", "\n\n", "\t", " | ", " - ", "\r\n")
 # Two statements made one sentence: "Her card ... was declined; SSN on file ...".
 _CLAUSE_JOINERS = ("; ", ", ", " and ", " - ", ": ")
+# A lower-case word and a space before a slot ("a nurse at ", "fined by "): where "the" goes before a name that takes
+# one, unless the word already is a determiner.
+_WORD_BEFORE = re.compile(r"(?:^|\s)([a-z]+) $")
+_DETERMINERS = frozenset(("the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "this", "that"))
 # Characters OCR confuses and the keys typists hit instead.
 _OCR = {"l": "1", "1": "l", "O": "0", "0": "O", "o": "0", "e": "c", "m": "rn", "S": "5", "B": "8", "I": "l", "g": "q"}
 
@@ -215,11 +219,17 @@ class SyntheticGenerator:
                 offset += len(value)
                 continue
             value = GENERATORS[slot](rng, self.fake, held_out=held_out)
-            if rng.random() < self.wrap_probability:
+            wrap = rng.random() < self.wrap_probability
+            pieces = self._coordinated(slot, rng, held_out) or [value]
+            before = _WORD_BEFORE.search(parts[-1]) if parts else None
+            article = bool(before) and before.group(1) not in _DETERMINERS and takes_article(slot, pieces[0])
+            if article:
+                parts.append("the ")  # outside the span, as the human-labelled corpora mark it
+                offset += 4
+            if wrap and not article:
                 left, right = rng.choice(_WRAPPERS)
             else:
                 left = right = ""
-            pieces = self._coordinated(slot, rng, held_out) or [value]
             parts.append(left + "".join(pieces) + right)
             offset += len(left)
             for i, piece in enumerate(pieces):
