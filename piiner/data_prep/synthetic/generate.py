@@ -219,16 +219,14 @@ class SyntheticGenerator:
                 offset += len(value)
                 continue
             value = GENERATORS[slot](rng, self.fake, held_out=held_out)
-            wrap = rng.random() < self.wrap_probability
+            left, right = rng.choice(_WRAPPERS) if rng.random() < self.wrap_probability else ("", "")
             pieces = self._coordinated(slot, rng, held_out) or [value]
             before = _WORD_BEFORE.search(parts[-1]) if parts else None
-            article = bool(before) and before.group(1) not in _DETERMINERS and takes_article(slot, pieces[0])
-            if article:
-                parts.append("the ")  # outside the span, as the human-labelled corpora mark it
+            if before and before.group(1) not in _DETERMINERS and takes_article(slot, pieces[0]):
+                # outside the span, as the human-labelled corpora mark it, and never inside quotes or brackets;
+                # decided without a random draw, so the rest of the record is drawn as without it
+                parts.append("the ")
                 offset += 4
-            if wrap and not article:
-                left, right = rng.choice(_WRAPPERS)
-            else:
                 left = right = ""
             parts.append(left + "".join(pieces) + right)
             offset += len(left)
