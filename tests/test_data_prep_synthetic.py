@@ -165,6 +165,33 @@ def test_pii_set_into_real_sentences_keeps_every_span_and_declares_what_was_labe
     assert len(places) == 4  # before, between the sentences (twice) and after
 
 
+def test_real_training_texts_come_again_with_new_names_in_their_letter_case_and_every_other_span_kept():
+    carrier = {"id": "btc-7", "text": "ann met Bob at IBM in Leeds. Then they left, call 555-0101", "group": "btc/x",
+               "split": "train", "source": "btc",
+               "spans": [{"start": 0, "end": 3, "label": "PERSON"}, {"start": 8, "end": 11, "label": "PERSON"},
+                         {"start": 15, "end": 18, "label": "ORGANIZATION"}, {"start": 22, "end": 27, "label": "LOCATION"},
+                         {"start": 50, "end": 58, "label": "PHONE"}],
+               "labelled_types": ["PERSON", "LOCATION", "ORGANIZATION", "PHONE"],
+               "not_pii_spans": [{"start": 29, "end": 38}], "unjudged_spans": [{"start": 39, "end": 43}]}
+    nameless = {**carrier, "id": "btc-8", "text": "no names here", "spans": [], "not_pii_spans": [],
+                "unjudged_spans": []}
+    held_out = {**carrier, "id": "btc-9", "split": "test"}
+    records = list(SyntheticGenerator(seed=3).records(0, {"train": [carrier, nameless], "test": [held_out]}))
+    assert len(records) == 1  # one per training text that names someone or something
+    out = records[0]
+    assert out["split"] == "train" and out["group"].endswith("btc/x") and out["source"] == "synthetic"
+    assert out["labelled_types"] == carrier["labelled_types"]
+    cleaned = clean_record(out, Audit())
+    text, spans = cleaned["text"], cleaned["spans"]
+    assert [s["label"] for s in spans] == ["PERSON", "PERSON", "ORGANIZATION", "LOCATION", "PHONE"]
+    assert text[spans[0]["start"]:spans[0]["end"]].islower()  # "ann" was written in lower case
+    assert text[spans[-1]["start"]:spans[-1]["end"]] == "555-0101"
+    assert [text[s["start"]:s["end"]] for s in cleaned["not_pii_spans"] + cleaned["unjudged_spans"]] == ["Then they",
+                                                                                                       "left"]
+    assert text[spans[0]["end"]:spans[1]["start"]] == " met " and text[spans[2]["end"]:spans[3]["start"]] == " in "
+    assert text != carrier["text"]
+
+
 def test_joined_templates_run_on_as_one_sentence_and_keep_every_value_exact():
     from piiner.data_prep.synthetic.generate import Template
 
@@ -224,6 +251,28 @@ def test_names_given_together_are_separate_spans_and_the_rest_of_the_record_is_d
     # its own random source: every other value, the split and the frames are those drawn without it
     assert others(always) == others(never)
     assert [(r["split"], r["group"]) for r in always] == [(r["split"], r["group"]) for r in never]
+
+
+def test_running_text_writes_the_before_names_that_take_it_and_keeps_it_outside_the_span():
+    from piiner.data_prep.synthetic.generate import Template
+
+    generator = SyntheticGenerator(seed=3, compose_probability=0.0, wrap_probability=0.0, case_probability=0.0,
+                                   noise_probability=0.0, repeat_probability=0.0)
+    splits = list(generator.by_split)
+    generator.templates = {"ORGANIZATION": [Template("ORGANIZATION/0", s, "She is a nurse at <ORGANIZATION>.")
+                                            for s in splits],
+                           "LOCATION": [Template("LOCATION/0", s, "Region: <LOCATION>") for s in splits]}
+    orgs = [generator.make_record("ORGANIZATION", i) for i in range(300)]
+    places = [generator.make_record("LOCATION", i) for i in range(300)]
+    for r in orgs + places:
+        assert all(r["text"][s["start"]:s["end"]] == s["value"] for s in r["spans"])
+        assert not r["spans"][0]["value"].lower().startswith("the ")
+    with_article = [r for r in orgs if r["text"].startswith("She is a nurse at the ")]
+    assert {r["spans"][0]["value"] for r in with_article} & {"EU", "FBI", "NHS", "European Union"}
+    assert any(r["spans"][0]["value"].startswith("University of ") for r in with_article)
+    # a company name goes without one, and so does every value after a field label
+    assert any(r["text"] == f"She is a nurse at {r['spans'][0]['value']}." for r in orgs)
+    assert not any("the " in r["text"] for r in places)
 
 
 def test_the_dense_test_set_joins_four_to_seven_held_out_templates_per_text():

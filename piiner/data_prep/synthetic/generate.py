@@ -8,7 +8,9 @@ validation and test texts never reuse a training template (``group`` lists the t
 What real text varies, records vary: a record may join two or three templates, or repeat one (a log, a form
 letter), and joined templates may run on as one sentence ("...; SSN on file ..."); its letter case may be all upper
 (forms, clinical notes) or all lower (chat); its words may carry typos and OCR confusions (the values keep their
-layout, so labels stay exact). ``formats_records`` writes the formats test set: the held-out layouts of each
+layout, so labels stay exact). Real texts carry generated PII too: some records are set into a human-labelled
+text, and each training text that names a person, place or organization comes once more with those names replaced.
+``formats_records`` writes the formats test set: the held-out layouts of each
 identifier (``values.py``) in frames no other record uses; ``dense_records`` the dense test set: four to seven
 test-split templates in one text.
 """
@@ -22,7 +24,7 @@ from piiner.pii_schema import PII_TYPES
 
 from ..records import NOT_PII
 from .templates import FORMAT_TEMPLATES, NEGATIVE_TEMPLATES, TEMPLATES, template_split
-from .values import COORDINATED, GENERATORS, NEGATIVES, coordinated
+from .values import COORDINATED, GENERATORS, NEGATIVES, coordinated, takes_article
 
 SOURCE = "synthetic"
 FORMATS_SOURCE = "formats"
@@ -34,6 +36,10 @@ _WRAPPERS = (("(", ")"), ('"', '"'), ("[", "]"), ("'", "'"), ("<", ">"), ("*", "
 _JOINERS = (" ", " ", "\n", "\n\n", "\t", " | ", " - ", "\r\n")
 # Two statements made one sentence: "Her card ... was declined; SSN on file ...".
 _CLAUSE_JOINERS = ("; ", ", ", " and ", " - ", ": ")
+# A lower-case word and a space before a slot ("a nurse at ", "fined by "): where "the" goes before a name that takes
+# one, unless the word already is a determiner.
+_WORD_BEFORE = re.compile(r"(?:^|\s)([a-z]+) $")
+_DETERMINERS = frozenset(("the", "a", "an", "my", "our", "your", "his", "her", "their", "its", "this", "that"))
 # Characters OCR confuses and the keys typists hit instead.
 _OCR = {"l": "1", "1": "l", "O": "0", "0": "O", "o": "0", "e": "c", "m": "rn", "S": "5", "B": "8", "I": "l", "g": "q"}
 
@@ -85,8 +91,7 @@ def set_into(record, carrier, rng):
     plus the types placed in it; the group names both, so neither crosses a split. The carrier's not-PII and
     unjudged spans move with it (as an adapter gives them: spans labelled ``NOT_PII``, the latter ``unjudged``)."""
     text = carrier["text"]
-    carried = carrier["spans"] + [{**s, "label": NOT_PII} for s in carrier.get("not_pii_spans") or ()]
-    carried += [{**s, "label": NOT_PII, "unjudged": True} for s in carrier.get("unjudged_spans") or ()]
+    carried = _carried_spans(carrier)
     cut = rng.choice([0, len(text)] + [m.end() for m in _SENTENCE_END.finditer(text)])
     if any(s["start"] < cut < s["end"] for s in carried):
         cut = len(text)
@@ -101,6 +106,45 @@ def set_into(record, carrier, rng):
     types = {s["label"] for s in record["spans"]} | set(carrier["labelled_types"])
     return {**record, "text": left + record["text"] + right, "spans": sorted(spans, key=lambda s: s["start"]),
             "group": f"{record['group']}+{carrier['group']}", "labelled_types": sorted(types)}
+
+
+# The mentions a real text's own names are replaced in (see `renamed`): the types the human-labelled corpora mark.
+RENAMED_TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
+
+
+def _carried_spans(carrier):
+    """A real record's spans, its not-PII spans (label ``NOT_PII``) and its unjudged ones (also marked unjudged)."""
+    carried = carrier["spans"] + [{**s, "label": NOT_PII} for s in carrier.get("not_pii_spans") or ()]
+    return carried + [{**s, "label": NOT_PII, "unjudged": True} for s in carrier.get("unjudged_spans") or ()]
+
+
+def _in_case_of(value, mention):
+    """`value` written in `mention`'s letter case where that is all lower or all upper ("london", "LONDON")."""
+    if mention.islower():
+        return value.lower()
+    return value.upper() if mention.isupper() and len(mention) > 1 else value
+
+
+def renamed(carrier, rng, fake):
+    """`carrier`, a real text, with each person, place and organization it names replaced by a generated one of the
+    same type in the mention's letter case: real sentences around names its corpus never held. Every other span
+    moves with the text; the record is None when the carrier names none of them."""
+    text, pieces, spans, pos, length = carrier["text"], [], [], 0, 0
+    mentions = sorted(_carried_spans(carrier), key=lambda s: s["start"])
+    if not any(s["label"] in RENAMED_TYPES for s in mentions):
+        return None
+    for span in mentions:
+        mention = text[span["start"]:span["end"]]
+        new = span["label"] in RENAMED_TYPES
+        value = _in_case_of(GENERATORS[span["label"]](rng, fake), mention) if new else mention
+        pieces += [text[pos:span["start"]], value]
+        start = length + span["start"] - pos
+        spans.append({**span, "start": start, "end": start + len(value), **({"value": value} if new else {})})
+        pos, length = span["end"], start + len(value)
+    pieces.append(text[pos:])
+    return {"id": f"{SOURCE}-renamed-{carrier['id']}", "source": SOURCE, "text": "".join(pieces), "spans": spans,
+            "group": f"renamed+{carrier['group']}", "split": carrier["split"],
+            "labelled_types": list(carrier["labelled_types"])}
 
 
 class Template:
@@ -175,11 +219,15 @@ class SyntheticGenerator:
                 offset += len(value)
                 continue
             value = GENERATORS[slot](rng, self.fake, held_out=held_out)
-            if rng.random() < self.wrap_probability:
-                left, right = rng.choice(_WRAPPERS)
-            else:
-                left = right = ""
+            left, right = rng.choice(_WRAPPERS) if rng.random() < self.wrap_probability else ("", "")
             pieces = self._coordinated(slot, rng, held_out) or [value]
+            before = _WORD_BEFORE.search(parts[-1]) if parts else None
+            if before and before.group(1) not in _DETERMINERS and takes_article(slot, pieces[0]):
+                # outside the span, as the human-labelled corpora mark it, and never inside quotes or brackets;
+                # decided without a random draw, so the rest of the record is drawn as without it
+                parts.append("the ")
+                offset += 4
+                left = right = ""
             parts.append(left + "".join(pieces) + right)
             offset += len(left)
             for i, piece in enumerate(pieces):
@@ -291,8 +339,14 @@ class SyntheticGenerator:
             yield self._record(f"{DENSE_SOURCE}-{index}", DENSE_SOURCE, parts, spans, used, "test", rng)
 
     def records(self, per_type, carriers=None):
+        """Records of every type and the hard negatives; with `carriers`, also each real training text that names a
+        person, place or organization once more with those names replaced (`renamed`)."""
         for pii_type in PII_TYPES:
             for i in range(per_type):
                 yield self.make_record(pii_type, i, carriers)
         for i in range(round(per_type * len(PII_TYPES) * self.negative_fraction)):
             yield self.make_record("negative", i)
+        for carrier in (carriers or {}).get("train", ()):
+            record = renamed(carrier, self._record_rng(f"renamed/{carrier['id']}"), self.fake)
+            if record is not None:
+                yield record

@@ -399,7 +399,7 @@ def location(rng, fake, held_out=False):
 # Organizations as people name them in informal text: brands, banks, carriers, health systems.
 _BRANDS = ("Walmart", "Verizon", "Comcast", "Starbucks", "Amazon", "Google", "Delta", "Chase", "Wells Fargo",
            "Kaiser Permanente", "Target", "Costco", "Uber", "Netflix", "FedEx", "UPS", "Microsoft", "Tesla",
-           "Barclays", "HSBC", "the NHS", "Tesco", "T-Mobile", "AT&T", "Bank of America", "Spotify", "DoorDash",
+           "Barclays", "HSBC", "NHS", "Tesco", "T-Mobile", "AT&T", "Bank of America", "Spotify", "DoorDash",
            "Blue Cross", "Aetna", "McDonald's", "Home Depot", "IKEA", "Lufthansa", "Vodafone", "Santander")
 
 
@@ -421,11 +421,27 @@ def organization(rng, fake, held_out=False):
         return rng.choice(_BODIES)
     place, surname = rng.choice((fake.city(), fake.state())), fake.last_name()
     return rng.choice((f"University of {place}", f"{place} State University", f"{surname} College",
-                       f"{fake.city()} {rng.choice(_TEAM_NAMES)}", f"The {fake.city()} {rng.choice(['Times', 'Herald', 'Post', 'Tribune', 'Gazette'])}",
+                       f"{fake.city()} {rng.choice(_TEAM_NAMES)}", f"{fake.city()} {rng.choice(['Times', 'Herald', 'Post', 'Tribune', 'Gazette'])}",
                        f"{surname} & {fake.last_name()} {rng.choice(['LLP', 'LLC', 'Inc.', 'Ltd', 'Partners'])}",
                        f"{place} Department of {rng.choice(['Transportation', 'Health', 'Revenue', 'Education'])}",
                        f"Ministry of {rng.choice(['Defence', 'Finance', 'Health', 'Foreign Affairs'])}",
                        f"{surname} {rng.choice(['Capital', 'Holdings', 'Group', 'Energy', 'Pharmaceuticals'])} {rng.choice(['Inc.', 'Corp.', 'plc', 'LLC', 'AG'])}"))
+
+
+# Names running text writes after "the" ("a nurse at the University of Ohio", "fined by the EU", "along the Miller
+# River"); the article stays outside the span. The renderer writes it where the words before the slot ask for one.
+_WITH_ARTICLE = frozenset(("NHS", "United Nations", "FBI", "European Union", "EU", "World Bank", "Red Cross", "Senate",
+                           "Supreme Court", "Federal Reserve", "IMF", "BBC", "IRS", "Pentagon", "WHO",
+                           "Department of Justice", "Securities and Exchange Commission", "Middle East", "Midwest",
+                           "Balkans", "Caribbean", "Sahara", "Pacific Northwest", "Gulf Coast", "U.S.", "US", "USA",
+                           "UK", "U.K."))
+_WITH_ARTICLE_SHAPE = re.compile(r"^(University|Ministry|Department) of |( Department of .+| (Times|Herald|Post|Tribune|"
+                                 r"Gazette|River|Valley|Bay|Medical Center|School District|Police Department))$")
+
+
+def takes_article(label, value):
+    """Whether running text writes "the" before this LOCATION or ORGANIZATION value."""
+    return label in ("LOCATION", "ORGANIZATION") and (value in _WITH_ARTICLE or bool(_WITH_ARTICLE_SHAPE.search(value)))
 
 
 def url(rng, fake, held_out=False):
