@@ -386,6 +386,10 @@ def test_an_entity_ends_at_a_line_break_unless_its_type_runs_over_lines_and_ever
     assert config.multiline_types == ["STREET_ADDRESS"]
     with pytest.raises(ValueError, match="multiline_types names types that are not label types: \\['ADDRESS'\\]"):
         PiiNerConfig(encoder_config=config.encoder_config, multiline_types=["ADDRESS"])
+    # and which types need a capital letter in mixed-case text: by default the organization
+    assert config.capitalised_types == ["ORGANIZATION"]
+    with pytest.raises(ValueError, match="capitalised_types names types that are not label types: \\['ORG'\\]"):
+        PiiNerConfig(encoder_config=config.encoder_config, capitalised_types=["ORG"])
 
 
 def test_decode_trims_whitespace_and_skips_special_tokens():
@@ -453,3 +457,40 @@ def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, e
     tags, scores = checked_window(text, offsets, tags[0], scores, emissions, mask, crf, CHECKED_LABELS, {})
     (entity,) = decode_entities(text, offsets, tags, scores, CHECKED_LABELS, {})
     assert (entity["word"], entity["type"]) == (number, expected)
+
+
+CASED_LABELS = {0: "O", 1: "B-ORGANIZATION", 2: "I-ORGANIZATION", 3: "B-LOCATION", 4: "I-LOCATION"}
+
+
+@pytest.mark.parametrize("text, capitalised, kept", [
+    ("We watched basketball today", ["ORGANIZATION"], False),  # mixed case, no capital: not an organization
+    ("We watched Basketball today", ["ORGANIZATION"], True),
+    ("we watched basketball today", ["ORGANIZATION"], True),  # chat written in lower case: case tells nothing
+    ("WE WATCHED BASKETBALL TODAY", ["ORGANIZATION"], True),
+    ("Hi There\n\nwe watched basketball today", ["ORGANIZATION"], True),  # its own paragraph is lower case
+    ("We watched basketball today", [], True),  # the check turned off
+])
+def test_an_organization_without_a_capital_in_mixed_case_text_is_decoded_again_without_the_type(text, capitalised,
+                                                                                                 kept):
+    """The backbone is uncased: "basketball" and "Basketball" are one token to it. Where the paragraph writes
+    capitals, a name of a type in `config.capitalised_types` without one fails its check like an unparsable IP
+    address, and its window is decoded again without the type: here what the model ranks next, O."""
+    import numpy as np
+
+    from piiner.crf_numba import crf_decode_cpu
+    from piiner.decoding_piiner import checked_window
+
+    start = text.lower().index("basketball")
+    offsets = [(start - 8, start - 1), (start, start + 10), (start + 11, start + 16)]
+    probs = np.full((3, 5), 0.01)
+    probs[[0, 2], 0] = 0.96
+    probs[1, [1, 0, 3]] = 0.6, 0.3, 0.08  # organization first, nothing second, place third
+    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
+    mask = np.ones(3, dtype=bool)
+    crf = np.zeros(5, np.float32), np.zeros((5, 5), np.float32), np.zeros(5, np.float32)
+    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    assert list(tags[0]) == [0, 1, 0]
+    tags, scores = checked_window(text, offsets, tags[0], marginals[0][np.arange(3), tags[0]], emissions, mask, crf,
+                                  CASED_LABELS, {}, (), capitalised)
+    got = [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, CASED_LABELS, {})]
+    assert got == ([(text[start:start + 10], "ORGANIZATION")] if kept else [])
