@@ -433,30 +433,36 @@ def test_tokenizer_offsets_decode_to_exact_spans(tiny_tokenizer, text, gold):
 CHECKED_LABELS = {0: "O", 1: "B-IP_ADDRESS", 2: "I-IP_ADDRESS", 3: "B-SSN", 4: "I-SSN", 5: "B-PHONE", 6: "I-PHONE"}
 
 
+def _checked_middle_token(text, offsets, labels, ranked, **checks):
+    """Three tokens, the middle one with the label ids `ranked` (most likely first), the others O, under a flat CRF:
+    the best path tags the middle token with ranked[0]; returns the entities of `checked_window` on it."""
+    import numpy as np
+
+    from piiner.crf_numba import crf_decode_cpu
+    from piiner.decoding_piiner import checked_window
+
+    probs = np.full((3, len(labels)), 0.01)
+    probs[[0, 2], 0] = 0.94
+    probs[1, list(ranked)] = 0.6, 0.3, 0.04
+    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
+    mask = np.ones(3, dtype=bool)
+    crf = np.zeros(len(labels), np.float32), np.zeros((len(labels),) * 2, np.float32), np.zeros(len(labels), np.float32)
+    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    assert list(tags[0]) == [0, ranked[0], 0]
+    tags, scores = checked_window(text, offsets, tags[0], marginals[0][np.arange(3), tags[0]], emissions, mask, crf,
+                                  labels, {}, **checks)
+    return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})]
+
+
 @pytest.mark.parametrize("number, expected", [
     ("745.25.1139", "SSN"),  # three groups: no IP address, so the type the model ranks next
     ("10.0.0.1", "IP_ADDRESS"),  # an IP address stays one, and nothing is decoded again
 ])
 def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, expected):
-    import numpy as np
-
-    from piiner.decoding_piiner import checked_window
-    from piiner.crf_numba import crf_decode_cpu
-
     text = f"id {number} ok"
     offsets = [(0, 2), (3, 3 + len(number)), (4 + len(number), 6 + len(number))]
-    probs = np.full((3, 7), 0.01)
-    probs[[0, 2], 0] = 0.94
-    probs[1, [1, 3, 5]] = 0.6, 0.3, 0.04  # IP first, SSN second, phone third
-    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
-    mask = np.ones(3, dtype=bool)
-    crf = np.zeros(7, np.float32), np.zeros((7, 7), np.float32), np.zeros(7, np.float32)
-    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
-    scores = marginals[0][np.arange(3), tags[0]]
-    assert list(tags[0]) == [0, 1, 0]
-    tags, scores = checked_window(text, offsets, tags[0], scores, emissions, mask, crf, CHECKED_LABELS, {})
-    (entity,) = decode_entities(text, offsets, tags, scores, CHECKED_LABELS, {})
-    assert (entity["word"], entity["type"]) == (number, expected)
+    # IP first, SSN second, phone third
+    assert _checked_middle_token(text, offsets, CHECKED_LABELS, (1, 3, 5)) == [(number, expected)]
 
 
 CASED_LABELS = {0: "O", 1: "B-ORGANIZATION", 2: "I-ORGANIZATION", 3: "B-LOCATION", 4: "I-LOCATION"}
@@ -475,22 +481,8 @@ def test_an_organization_without_a_capital_in_mixed_case_text_is_decoded_again_w
     """The backbone is uncased: "basketball" and "Basketball" are one token to it. Where the paragraph writes
     capitals, a name of a type in `config.capitalised_types` without one fails its check like an unparsable IP
     address, and its window is decoded again without the type: here what the model ranks next, O."""
-    import numpy as np
-
-    from piiner.crf_numba import crf_decode_cpu
-    from piiner.decoding_piiner import checked_window
-
     start = text.lower().index("basketball")
     offsets = [(start - 8, start - 1), (start, start + 10), (start + 11, start + 16)]
-    probs = np.full((3, 5), 0.01)
-    probs[[0, 2], 0] = 0.96
-    probs[1, [1, 0, 3]] = 0.6, 0.3, 0.08  # organization first, nothing second, place third
-    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
-    mask = np.ones(3, dtype=bool)
-    crf = np.zeros(5, np.float32), np.zeros((5, 5), np.float32), np.zeros(5, np.float32)
-    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
-    assert list(tags[0]) == [0, 1, 0]
-    tags, scores = checked_window(text, offsets, tags[0], marginals[0][np.arange(3), tags[0]], emissions, mask, crf,
-                                  CASED_LABELS, {}, (), capitalised)
-    got = [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, CASED_LABELS, {})]
+    # organization first, nothing second, place third
+    got = _checked_middle_token(text, offsets, CASED_LABELS, (1, 0, 3), capitalised_types=capitalised)
     assert got == ([(text[start:start + 10], "ORGANIZATION")] if kept else [])
