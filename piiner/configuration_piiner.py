@@ -60,7 +60,7 @@ class PiiNerConfig(PreTrainedConfig):
             after the break tagged I- starts a new entity: the encoder's tokenizer reads a line break as a space, so
             without this the model runs a name on the last line of a heading or a form field into the next line.
             No entity keeps across a blank line (the end of a paragraph or a message).
-        capitalised_types (`list[str]`, defaults to `["ORGANIZATION"]` where it is a label type):
+        capitalised_types (`list[str]`, defaults to `["PERSON", "LOCATION", "ORGANIZATION"]` where label types):
             The types whose entities carry a capital letter wherever the text is written in mixed case. In a
             paragraph with both upper- and lower-case letters, an entity of one of these types with no capital
             ("basketball" in "We watched basketball") fails its check, as an IP address Python cannot parse does,

@@ -387,7 +387,7 @@ def test_an_entity_ends_at_a_line_break_unless_its_type_runs_over_lines_and_ever
     with pytest.raises(ValueError, match="multiline_types names types that are not label types: \\['ADDRESS'\\]"):
         PiiNerConfig(encoder_config=config.encoder_config, multiline_types=["ADDRESS"])
     # and which types need a capital letter in mixed-case text: by default the organization
-    assert config.capitalised_types == ["ORGANIZATION"]
+    assert config.capitalised_types == ["PERSON", "LOCATION", "ORGANIZATION"]
     with pytest.raises(ValueError, match="capitalised_types names types that are not label types: \\['ORG'\\]"):
         PiiNerConfig(encoder_config=config.encoder_config, capitalised_types=["ORG"])
 
