@@ -4,7 +4,7 @@ from huggingface_hub.dataclasses import strict
 from transformers import AutoConfig, PreTrainedConfig
 from transformers.utils.versions import require_version
 
-from .pii_schema import ID2LABEL, LABEL2ID, MULTILINE_TYPES, TIER_OF
+from .pii_schema import CAPITALISED_TYPES, ID2LABEL, LABEL2ID, MULTILINE_TYPES, TIER_OF
 
 # The oldest transformers this code runs on (`make test-floor`); an older one fails here, by name, rather than deep
 # inside a config or pipeline class.
@@ -60,6 +60,12 @@ class PiiNerConfig(PreTrainedConfig):
             after the break tagged I- starts a new entity: the encoder's tokenizer reads a line break as a space, so
             without this the model runs a name on the last line of a heading or a form field into the next line.
             No entity keeps across a blank line (the end of a paragraph or a message).
+        capitalised_types (`list[str]`, defaults to `["PERSON", "LOCATION", "ORGANIZATION"]` where label types):
+            The types whose entities carry a capital letter wherever the text is written in mixed case. In a
+            paragraph with both upper- and lower-case letters, an entity of one of these types with no capital
+            ("basketball" in "We watched basketball") fails its check, as an IP address Python cannot parse does,
+            and its window is decoded again without that type. A paragraph written all in lower case (chat) or all
+            in upper case is left alone. An empty list turns the check off.
         line_break_marker (`str`, *optional*):
             One character the encoder's tokenizer reads in place of each line break. Tokenizers drop "\n" as
             whitespace, so without it the encoder cannot tell "Ann Lee\n\nBob called" from "Ann Lee Bob called".
@@ -101,6 +107,7 @@ class PiiNerConfig(PreTrainedConfig):
     fusion: str = "gate"
     use_crf: bool = True
     multiline_types: list[str] | tuple[str, ...] | None = None
+    capitalised_types: list[str] | tuple[str, ...] | None = None
     line_break_marker: str | None = None
     initializer_range: float = 0.02
 
@@ -132,12 +139,13 @@ class PiiNerConfig(PreTrainedConfig):
         missing = sorted(label_types - set(self.type_to_tier))
         if missing:
             raise ValueError(f"type_to_tier has no tier for the label types {missing}")
-        if self.multiline_types is None:
-            self.multiline_types = [t for t in MULTILINE_TYPES if t in label_types]
-        self.multiline_types = list(self.multiline_types)
-        unknown = sorted(set(self.multiline_types) - label_types)
-        if unknown:
-            raise ValueError(f"multiline_types names types that are not label types: {unknown}")
+        for field, default in (("multiline_types", MULTILINE_TYPES), ("capitalised_types", CAPITALISED_TYPES)):
+            given = getattr(self, field)
+            given = [t for t in default if t in label_types] if given is None else list(given)
+            unknown = sorted(set(given) - label_types)
+            if unknown:
+                raise ValueError(f"{field} names types that are not label types: {unknown}")
+            setattr(self, field, given)
         if self.line_break_marker is not None and (not isinstance(self.line_break_marker, str)
                                                    or len(self.line_break_marker) != 1
                                                    or self.line_break_marker.isspace()):

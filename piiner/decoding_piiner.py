@@ -12,7 +12,7 @@ import torch
 
 from .checksums import luhn_valid
 from .crf_numba import marginals_cpu, viterbi_cpu
-from .encoding_piiner import _as_offset_pairs, _strip_span
+from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
 from .pii_schema import split_label
 
 
@@ -172,9 +172,27 @@ TYPE_CHECKS = {
 }
 
 
+def _mixed_case(text):
+    return any(c.isupper() for c in text) and any(c.islower() for c in text)
+
+
+def fails_check(text, entity, capitalised_types=()):
+    """Whether `entity` (of `decode_entities` on `text`) cannot be of its type: its word fails the type's
+    `TYPE_CHECKS`, or its type is one of `capitalised_types` (`config.capitalised_types`) and it has no capital
+    letter where its paragraph mixes upper and lower case (an organization or a place "basketball" in "We watched
+    basketball"; in "we watched basketball" or in upper-case text it stands)."""
+    if entity["type"] in TYPE_CHECKS:
+        return not TYPE_CHECKS[entity["type"]](entity["word"])
+    if entity["type"] not in capitalised_types or any(c.isupper() for c in entity["word"]):
+        return False
+    start, end = next((s, e) for s, e in paragraphs(text) if s <= entity["start"] < e)
+    return _mixed_case(text[start:end])
+
+
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
-                   multiline_types=(), max_rounds=4):
-    """One window's tags and scores with no entity that fails its type's check (`TYPE_CHECKS`).
+                   multiline_types=(), capitalised_types=(), max_rounds=4):
+    """One window's tags and scores with no entity that fails its type's check (`fails_check`: `TYPE_CHECKS`, and
+    a capital letter for `capitalised_types` in mixed-case text).
 
     Where the window's best CRF path holds such an entity, that type's labels are forbidden on its tokens and the
     window is decoded again (the same Viterbi, `viterbi_cpu`; the marginals once, at the end): the best path among
@@ -193,7 +211,8 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     """
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
-    if not any(_label_of(tag_id, id2label)[1] in TYPE_CHECKS for tag_id in tagged):  # nothing to check
+    checked = set(TYPE_CHECKS) | set(capitalised_types)
+    if not any(_label_of(tag_id, id2label)[1] in checked for tag_id in tagged):  # nothing to check
         return tag_ids, tag_scores
     emissions = np.array(emissions, dtype=np.float32)
     mask = np.asarray(crf_mask, dtype=bool)
@@ -202,7 +221,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     for _ in range(max_rounds):
         failing = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
                                               multiline_types)
-                   if e["type"] in TYPE_CHECKS and not TYPE_CHECKS[e["type"]](e["word"])]
+                   if fails_check(text, e, capitalised_types)]
         if not failing:
             break
         for entity in failing:
@@ -249,5 +268,5 @@ def filter_results(results, min_score=None, ignore_labels=frozenset()):
     return [r for r in results if r["type"] not in ignore_labels and r.get("entity") not in ignore_labels]
 
 
-__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "TYPE_CHECKS", "result_filters",
-           "filter_results"]
+__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "fails_check", "TYPE_CHECKS",
+           "result_filters", "filter_results"]

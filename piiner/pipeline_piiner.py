@@ -154,13 +154,14 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         config = self.model.config
         type_to_tier = getattr(config, "type_to_tier", None) or {}
         multiline_types = getattr(config, "multiline_types", None) or ()
+        capitalised_types = getattr(config, "capitalised_types", None) or ()
         crf = self.model._transition_scores()
         windows = []
         for out in all_outputs:
             offsets, tags = out["offset_mapping"][0], out["decoded_tags"][0]
             windows.append((offsets, *checked_window(
                 text, offsets, tags, out["tag_scores"][0], out["emissions"][0], tags >= 0, crf, config.id2label,
-                type_to_tier, multiline_types)))
+                type_to_tier, multiline_types, capitalised_types)))
         offsets, tags, scores = merge_windows(windows)
         if aggregation_strategy == "simple":
             results = decode_entities(text, offsets, tags, scores, config.id2label, type_to_tier, multiline_types)

@@ -386,6 +386,10 @@ def test_an_entity_ends_at_a_line_break_unless_its_type_runs_over_lines_and_ever
     assert config.multiline_types == ["STREET_ADDRESS"]
     with pytest.raises(ValueError, match="multiline_types names types that are not label types: \\['ADDRESS'\\]"):
         PiiNerConfig(encoder_config=config.encoder_config, multiline_types=["ADDRESS"])
+    # and which types need a capital letter in mixed-case text: by default the three name types
+    assert config.capitalised_types == ["PERSON", "LOCATION", "ORGANIZATION"]
+    with pytest.raises(ValueError, match="capitalised_types names types that are not label types: \\['ORG'\\]"):
+        PiiNerConfig(encoder_config=config.encoder_config, capitalised_types=["ORG"])
 
 
 def test_decode_trims_whitespace_and_skips_special_tokens():
@@ -429,27 +433,68 @@ def test_tokenizer_offsets_decode_to_exact_spans(tiny_tokenizer, text, gold):
 CHECKED_LABELS = {0: "O", 1: "B-IP_ADDRESS", 2: "I-IP_ADDRESS", 3: "B-SSN", 4: "I-SSN", 5: "B-PHONE", 6: "I-PHONE"}
 
 
+def _checked_middle_token(text, offsets, labels, ranked, **checks):
+    """Three tokens, the middle one with the label ids `ranked` (most likely first), the others O, under a flat CRF:
+    the best path tags the middle token with ranked[0]; returns the entities of `checked_window` on it."""
+    import numpy as np
+
+    from piiner.crf_numba import crf_decode_cpu
+    from piiner.decoding_piiner import checked_window
+
+    probs = np.full((3, len(labels)), 0.01)
+    probs[[0, 2], 0] = 0.94
+    probs[1, list(ranked)] = 0.6, 0.3, 0.04
+    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
+    mask = np.ones(3, dtype=bool)
+    crf = np.zeros(len(labels), np.float32), np.zeros((len(labels),) * 2, np.float32), np.zeros(len(labels), np.float32)
+    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    assert list(tags[0]) == [0, ranked[0], 0]
+    tags, scores = checked_window(text, offsets, tags[0], marginals[0][np.arange(3), tags[0]], emissions, mask, crf,
+                                  labels, {}, **checks)
+    return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})]
+
+
 @pytest.mark.parametrize("number, expected", [
     ("745.25.1139", "SSN"),  # three groups: no IP address, so the type the model ranks next
     ("10.0.0.1", "IP_ADDRESS"),  # an IP address stays one, and nothing is decoded again
 ])
 def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, expected):
-    import numpy as np
-
-    from piiner.decoding_piiner import checked_window
-    from piiner.crf_numba import crf_decode_cpu
-
     text = f"id {number} ok"
     offsets = [(0, 2), (3, 3 + len(number)), (4 + len(number), 6 + len(number))]
-    probs = np.full((3, 7), 0.01)
-    probs[[0, 2], 0] = 0.94
-    probs[1, [1, 3, 5]] = 0.6, 0.3, 0.04  # IP first, SSN second, phone third
-    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
-    mask = np.ones(3, dtype=bool)
-    crf = np.zeros(7, np.float32), np.zeros((7, 7), np.float32), np.zeros(7, np.float32)
-    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
-    scores = marginals[0][np.arange(3), tags[0]]
-    assert list(tags[0]) == [0, 1, 0]
-    tags, scores = checked_window(text, offsets, tags[0], scores, emissions, mask, crf, CHECKED_LABELS, {})
-    (entity,) = decode_entities(text, offsets, tags, scores, CHECKED_LABELS, {})
-    assert (entity["word"], entity["type"]) == (number, expected)
+    # IP first, SSN second, phone third
+    assert _checked_middle_token(text, offsets, CHECKED_LABELS, (1, 3, 5)) == [(number, expected)]
+
+
+CASED_LABELS = {0: "O", 1: "B-ORGANIZATION", 2: "I-ORGANIZATION", 3: "B-LOCATION", 4: "I-LOCATION"}
+
+
+@pytest.mark.parametrize("text, capitalised, kept", [
+    ("We watched basketball today", ["ORGANIZATION"], False),  # mixed case, no capital: not an organization
+    ("We watched Basketball today", ["ORGANIZATION"], True),
+    ("we watched basketball today", ["ORGANIZATION"], True),  # chat written in lower case: case tells nothing
+    ("WE WATCHED BASKETBALL TODAY", ["ORGANIZATION"], True),
+    ("Hi There\n\nwe watched basketball today", ["ORGANIZATION"], True),  # its own paragraph is lower case
+    ("We watched basketball today", [], True),  # the check turned off
+])
+def test_an_organization_without_a_capital_in_mixed_case_text_is_decoded_again_without_the_type(text, capitalised,
+                                                                                                 kept):
+    """The backbone is uncased: "basketball" and "Basketball" are one token to it. Where the paragraph writes
+    capitals, a name of a type in `config.capitalised_types` without one fails its check like an unparsable IP
+    address, and its window is decoded again without the type: here what the model ranks next, O."""
+    start = text.lower().index("basketball")
+    offsets = [(start - 8, start - 1), (start, start + 10), (start + 11, start + 16)]
+    # organization first, nothing second, place third
+    got = _checked_middle_token(text, offsets, CASED_LABELS, (1, 0, 3), capitalised_types=capitalised)
+    assert got == ([(text[start:start + 10], "ORGANIZATION")] if kept else [])
+
+
+@pytest.mark.parametrize("capitalised, expected", [
+    (["ORGANIZATION"], [("basketball", "LOCATION")]),  # checked alone, the noun moves to the model's next name type
+    (["PERSON", "LOCATION", "ORGANIZATION"], []),  # the default: no name type takes it
+])
+def test_a_lower_case_noun_rejected_as_one_name_type_does_not_come_back_as_another(capitalised, expected):
+    text = "We watched basketball today"
+    start = text.index("basketball")
+    offsets = [(start - 8, start - 1), (start, start + 10), (start + 11, start + 16)]
+    # organization first, place second, nothing third
+    assert _checked_middle_token(text, offsets, CASED_LABELS, (1, 3, 0), capitalised_types=capitalised) == expected

@@ -184,7 +184,8 @@ class OnnxPiiNer:
                 offsets = encoding["offset_mapping"][first + i, cols]
                 windows_of[sample].append((offsets, *checked_window(
                     texts[sample], offsets, out["decoded_tags"][i], out["tag_scores"][i], out["emissions"][i],
-                    out["crf_mask"][i], out["crf"], self.config.id2label, type_to_tier, self.config.multiline_types)))
+                    out["crf_mask"][i], out["crf"], self.config.id2label, type_to_tier, self.config.multiline_types,
+                    self.config.capitalised_types)))
         entities = []
         for sample, text in enumerate(texts):
             offsets, tags, scores = merge_windows(windows_of[sample])
