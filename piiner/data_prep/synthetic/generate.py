@@ -23,6 +23,7 @@ import faker
 from piiner.pii_schema import PII_TYPES
 
 from ..records import NOT_PII
+from ..sources.conll import NER_LABELLED_TYPES
 from .templates import FORMAT_TEMPLATES, NEGATIVE_TEMPLATES, TEMPLATES, template_split
 from .values import COORDINATED, GENERATORS, NEGATIVES, coordinated, takes_article
 
@@ -108,10 +109,6 @@ def set_into(record, carrier, rng):
             "group": f"{record['group']}+{carrier['group']}", "labelled_types": sorted(types)}
 
 
-# The mentions a real text's own names are replaced in (see `renamed`): the types the human-labelled corpora mark.
-RENAMED_TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
-
-
 def _carried_spans(carrier):
     """A real record's spans, its not-PII spans (label ``NOT_PII``) and its unjudged ones (also marked unjudged)."""
     carried = carrier["spans"] + [{**s, "label": NOT_PII} for s in carrier.get("not_pii_spans") or ()]
@@ -131,11 +128,11 @@ def renamed(carrier, rng, fake):
     moves with the text; the record is None when the carrier names none of them."""
     text, pieces, spans, pos, length = carrier["text"], [], [], 0, 0
     mentions = sorted(_carried_spans(carrier), key=lambda s: s["start"])
-    if not any(s["label"] in RENAMED_TYPES for s in mentions):
+    if not any(s["label"] in NER_LABELLED_TYPES for s in mentions):
         return None
     for span in mentions:
         mention = text[span["start"]:span["end"]]
-        new = span["label"] in RENAMED_TYPES
+        new = span["label"] in NER_LABELLED_TYPES
         value = _in_case_of(GENERATORS[span["label"]](rng, fake), mention) if new else mention
         pieces += [text[pos:span["start"]], value]
         start = length + span["start"] - pos
