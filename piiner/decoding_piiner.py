@@ -190,16 +190,17 @@ def fails_check(text, entity, capitalised_types=()):
 
 
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
-                   multiline_types=(), capitalised_types=(), max_rounds=4):
+                   multiline_types=(), capitalised_types=()):
     """One window's tags and scores with no entity that fails its type's check (`fails_check`: `TYPE_CHECKS`, and
     a capital letter for `capitalised_types` in mixed-case text).
 
     Where the window's best CRF path holds such an entity, that type's labels are forbidden on its tokens and the
     window is decoded again (the same Viterbi, `viterbi_cpu`; the marginals once, at the end): the best path among
     those that do not type those tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there
-    (an SSN, say). The window is unchanged, and nothing is decoded again, when every entity passes. Scores after a
-    decode again are the marginals of the constrained chain: how sure the model is of the span given that it is not
-    the failed type.
+    (an SSN, say). That next type is checked in turn, and so on until every entity passes: each round forbids a
+    label the path held, and `O` is never forbidden, so the rounds end, at worst with the span untagged. The window
+    is unchanged, and nothing is decoded again, when every entity passes. Scores after a decode again are the
+    marginals of the constrained chain: how sure the model is of the span given that it is not the failed type.
 
     Args:
         offsets, tag_ids, tag_scores: the window's tokens and their decoded tags and scores, as `merge_windows` takes.
@@ -207,7 +208,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
         crf_mask (`(seq_len,)`): the CRF positions. crf: the constrained `(start, transitions, end)`.
 
     Returns:
-        `(tag_ids, tag_scores)`; after `max_rounds` decodes, the last one's.
+        `(tag_ids, tag_scores)`, of a path on which every entity passes its check.
     """
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
@@ -218,7 +219,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     mask = np.asarray(crf_mask, dtype=bool)
     pairs = _as_offset_pairs(offsets)
     decoded = False
-    for _ in range(max_rounds):
+    while True:
         failing = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
                                               multiline_types)
                    if fails_check(text, e, capitalised_types)]

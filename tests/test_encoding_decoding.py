@@ -498,3 +498,30 @@ def test_a_lower_case_noun_rejected_as_one_name_type_does_not_come_back_as_anoth
     offsets = [(start - 8, start - 1), (start, start + 10), (start + 11, start + 16)]
     # organization first, place second, nothing third
     assert _checked_middle_token(text, offsets, CASED_LABELS, (1, 3, 0), capitalised_types=capitalised) == expected
+
+
+def test_a_span_is_decoded_again_until_its_type_passes_however_many_types_fail_first():
+    """Every entity the pipeline reports passes its type's check: a number the model ranks as an IP address, a
+    card, then three name types (no capital in cased text) before an SSN comes out an SSN, not whatever the fourth
+    decode left (the rounds were capped at four, the last unchecked)."""
+    import numpy as np
+
+    from piiner.crf_numba import crf_decode_cpu
+    from piiner.decoding_piiner import checked_window
+
+    kinds = ("IP_ADDRESS", "CREDIT_CARD", "ORGANIZATION", "LOCATION", "PERSON", "SSN")
+    labels = {0: "O", **{1 + 2 * i + j: f"{bio}-{kind}" for i, kind in enumerate(kinds) for j, bio in enumerate("BI")}}
+    text = "We saw 745.25.1139 today"
+    offsets = [(0, 2), (3, 6), (7, 18), (19, 24)]
+    probs = np.full((4, len(labels)), 0.001)
+    probs[[0, 1, 3], 0] = 0.99
+    probs[2, [1, 3, 5, 7, 9, 11, 0]] = 0.3, 0.2, 0.15, 0.12, 0.1, 0.08, 0.01  # the B- labels, best first; O last
+    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
+    mask = np.ones(4, dtype=bool)
+    crf = np.zeros(len(labels), np.float32), np.zeros((len(labels),) * 2, np.float32), np.zeros(len(labels), np.float32)
+    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    assert labels[int(tags[0][2])] == "B-IP_ADDRESS"
+    tags, scores = checked_window(text, offsets, tags[0], marginals[0][np.arange(4), tags[0]], emissions, mask, crf,
+                                  labels, {}, capitalised_types=["PERSON", "LOCATION", "ORGANIZATION"])
+    assert [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})] == [
+        ("745.25.1139", "SSN")]
