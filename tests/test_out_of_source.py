@@ -139,11 +139,28 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
     capsys.readouterr()
     main(["ablation-table", str(tmp_path)])
     assert capsys.readouterr().out.splitlines()[2] == "| no char CNN | 0.520 (0.500-0.540, 3 seeds) |"
-    main(["table", str(tmp_path), "--prefix", "eval_variant_2_"])  # other seeds' runs are not sources
-    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 10 | 0.500 (0.500 / 0.500) | - | - | - |"]
+    main(["table", str(tmp_path), "--prefix", "eval_variant_2_"])  # the seeds' runs are runs of btc, not sources
+    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 10 | 0.520 (0.500-0.540, 3 runs) | - | - | - |"]
     # The held-out source was also scored whole, every split of it (the fake gives it 40 texts).
-    main(["table", str(tmp_path), "--prefix", "whole_variant_2_"])
-    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 40 | 0.500 (0.500 / 0.500) | - | - | - |"]
+    main(["table", str(tmp_path), "--prefix", "whole_variant_2_seed9_"])
+    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 40 | 0.520 (0.520 / 0.520) | - | - | - |"]
+
+
+def test_table_of_several_folders_gives_each_source_the_mean_and_range_of_its_runs(tmp_path, capsys):
+    """Runs on two draws of the generated corpus, two seeds each: one row per source, the baselines (the same on
+    every run's rows) from the run that scored them."""
+    draws = [tmp_path / "draw2", tmp_path / "draw3"]
+    for draw, f1s in zip(draws, ((0.60, 0.62), (0.64, 0.58))):
+        draw.mkdir()
+        for seed, f1 in zip((42, 43), f1s):
+            compare = {"presidio": 0.4, "regex": 0.0} if (draw.name, seed) == ("draw3", 43) else None
+            (draw / f"report_variant_0_seed{seed}_btc.json").write_text(json.dumps(_report(f1, 4657, compare)))
+    main(["table", *map(str, draws), "--prefix", "report_variant_0_"])
+    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 4,657 | 0.610 (0.580-0.640, 4 runs) | 0.400 | - | "
+                                                        "0.000 |"]
+    (draws[1] / "report_variant_0_seed43_btc.json").write_text(json.dumps(_report(0.6, 4000)))  # other rows
+    with pytest.raises(SystemExit, match=r"btc: its runs scored different numbers of texts \(\[4000, 4657\]\)"):
+        main(["table", *map(str, draws), "--prefix", "report_variant_0_"])
 
 
 def test_halves_rescore_each_whole_report_on_both_halves_of_its_documents_from_its_saved_predictions(tmp_path, capsys):
@@ -174,6 +191,28 @@ def test_halves_rescore_each_whole_report_on_both_halves_of_its_documents_from_i
     with pytest.raises(SystemExit, match="no saved predictions .* behind whole_variant_1_btc.json"):
         main(["halves", str(tmp_path), "--data", str(gold)])
     assert not list(tmp_path.glob("development_*")) and not list(tmp_path.glob("report_*"))
+
+
+def test_halves_score_the_baselines_of_the_whole_report_on_each_half(tmp_path):
+    """The figures quoted are the report half's: the baselines the whole corpus was compared with are scored on
+    the same half's rows, in the same run (they were missing from both halves)."""
+    rows = [{"id": f"t{i}", "group": f"doc{i}", "source": "presidio", "text": f"Card 4111 1111 1111 1111, call {i}.",
+             "spans": [{"start": 5, "end": 24, "label": "CREDIT_CARD"}]} for i in range(8)]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "_predictions").mkdir()
+    (tmp_path / "_predictions" / "whole_variant_0_presidio.jsonl").write_text(
+        "".join(json.dumps({"id": r["id"], "spans": []}) + "\n" for r in rows))
+    whole = {"overall": {"f1": 0.0}, "compare": {"regex": {"overall": {"f1": 1.0}}},
+             "meta": {"source": "presidio", "split": "train,validation,test", "n_texts": 8}}
+    (tmp_path / "whole_variant_0_presidio.json").write_text(json.dumps(whole))
+    main(["halves", str(tmp_path), "--data", str(gold)])
+    for half in ("development", "report"):
+        scored = json.loads((tmp_path / f"{half}_variant_0_presidio.json").read_text())
+        assert scored["meta"]["n_texts"] == 4 and scored["overall"]["tp"] == 0
+        assert scored["compare"]["regex"]["overall"]["tp"] == 4  # the regex finds each half's four cards
+    with pytest.raises(SystemExit):  # a baseline that is not one: named before anything is scored
+        main(["halves", str(tmp_path), "--data", str(gold), "--compare", "spacy"])
 
 
 def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_one(tmp_path, capsys):

@@ -11,6 +11,7 @@
     python -m piiner.evaluation.out_of_source table runs/ablation --prefix whole_variant_0_
     python -m piiner.evaluation.out_of_source halves runs/ablation --data data/reference
     python -m piiner.evaluation.out_of_source table runs/ablation --prefix development_variant_0_
+    python -m piiner.evaluation.out_of_source table runs/oos-draw2 runs/oos-draw3 --prefix report_variant_0_
     python -m piiner.evaluation.out_of_source ablation-table runs/ablation
     python -m piiner.evaluation.out_of_source unscored-table runs/reference
 
@@ -21,9 +22,11 @@ held-out source is scored on its test split (`eval_*.json`, beside the in-source
 it, since no split of it was trained on (`whole_*.json`: more documents, a narrower interval), and each half of
 its documents apart (`development_*.json`, `report_*.json`: `halves`): a change to the recipe is judged on the
 development half, and the figures quoted for the recipe are the report half's, which no decision has seen. Each
-score comes with Presidio's, Rampart's and the regex baseline's on the same rows, in the same run (`--compare`). A
-source's types are the ones its annotators labelled (persons, places, organizations; GUM also dates). `table`
-prints the results as markdown, beside the in-source scores of a model trained on everything.
+score comes with Presidio's, Rampart's and the regex baseline's on the same rows, in the same run (`--compare`; a
+half's, with the baselines its whole report had). A source's types are the ones its annotators labelled (persons,
+places, organizations; GUM also dates). `table` prints the results as markdown, beside the in-source scores of a
+model trained on everything; a source scored by several runs (training seeds, or folders of runs on other draws of
+the generated corpus) gets their mean and range.
 """
 
 import argparse
@@ -90,10 +93,11 @@ def saved_predictions(report):
     return os.path.join(os.path.dirname(report), "_predictions", f"{name}.jsonl")
 
 
-def score_halves(whole, data):
+def score_halves(whole, data, compare=None):
     """A whole-corpus report (`whole_<name>.json`) scored again on each half of its documents, from the predictions
     saved beside it, into `development_<name>.json` and `report_<name>.json`; returns their paths. ``data``: the
-    gold corpus (the report's own, when it was written in another folder or on another machine)."""
+    gold corpus (the report's own, when it was written in another folder or on another machine). The baselines the
+    whole report was compared with (or ``compare``, a list of `BASELINES`) are run again on each half's rows."""
     from piiner.evaluation.cli import run
 
     folder, name = os.path.split(whole)
@@ -102,12 +106,15 @@ def score_halves(whole, data):
     if not os.path.isfile(predictions):
         raise FileNotFoundError(f"{whole}: its predictions {predictions} are missing; score the source whole again")
     with open(whole) as f:
-        meta = json.load(f)["meta"]
+        report = json.load(f)
+    meta = report["meta"]
+    if compare is None:
+        compare = [system for system in report.get("compare") or {} if system in BASELINES]
     outs = []
     for half in HALVES:
         outs.append(os.path.join(folder, f"{half}_{name}.json"))
         argv = ["--predictions", predictions, "--data", data, "--source", meta["source"], "--split", meta["split"],
-                "--half", half, "--out", outs[-1]]
+                "--half", half, "--out", outs[-1]] + (["--compare", ",".join(compare)] if compare else [])
         run(argv + (["--types", ",".join(meta["types"])] if meta.get("types") else []))
     return outs
 
@@ -122,8 +129,9 @@ def halves(args):
     if missing:
         raise SystemExit(f"{args.folder}: no saved predictions (_predictions/) behind {', '.join(missing)}; score "
                          "those sources whole again. Nothing was rescored")
+    compare = args.compare.split(",") if args.compare else None
     for name in wholes:
-        score_halves(os.path.join(args.folder, name), args.data)
+        score_halves(os.path.join(args.folder, name), args.data, compare)
 
 
 def train(config, dataset, output_dir, extra=()):
@@ -212,28 +220,44 @@ def _cell(value):
     return "-" if value is None else f"{value:.3f}"
 
 
-def _reports(folder, prefix="eval_"):
-    """(source, report) of each `<prefix><source>.json` evaluation report in `folder`, by source name."""
+def _reports(folder, prefix="eval_", seeds=False):
+    """(source, report) of each `<prefix><source>.json` evaluation report in `folder`, by source name; with
+    ``seeds``, also each `<prefix>seed<k>_<source>.json`, a run of another training seed (ablation --train-seeds)."""
     for name in sorted(os.listdir(folder)):
         if not (name.startswith(prefix) and name.endswith(".json")) or (
                 prefix == "eval_" and name.startswith("eval_variant_")):
             continue
         source = name[len(prefix):-len(".json")]
-        if SEEDED.match(source):  # a run of another training seed (ablation --train-seeds), not this table's
+        if SEEDED.match(source) and not seeds:
             continue
         with open(os.path.join(folder, name)) as f:
             report = json.load(f)
         if "overall" in report:  # not another tool's file (the Trainer's eval_results.json)
-            yield source, report
+            yield SEEDED.sub("", source), report
+
+
+def _runs(folders, prefix):
+    """source -> the reports of every run scored on it, in every folder (`_reports` with the other seeds' runs)."""
+    runs = {}
+    for folder in folders:
+        for source, report in _reports(folder, prefix, seeds=True):
+            runs.setdefault(source, []).append(report)
+    return dict(sorted(runs.items()))
 
 
 def table(args):
-    """Markdown: per source, out-of-source F1 (and in-source, when given), the baselines on the same rows; with
-    strict scores from reports that have them, the F1's 95% interval over documents drawn again."""
-    reports = list(_reports(args.folder, args.prefix))
-    intervals = args.scheme == "strict" and any("interval" in report for _, report in reports)
+    """Markdown: per source, out-of-source F1 (and in-source, when given), the baselines on the same rows. A source
+    with one run gets its precision and recall and, with strict scores from reports that have them, the F1's 95%
+    interval over documents drawn again; one with several runs (training seeds, folders of other draws of the
+    corpus) the mean F1 and its range over the runs, which must all have scored the same number of texts."""
+    runs = _runs(args.folder, args.prefix)
+    intervals = args.scheme == "strict" and any("interval" in r for reports in runs.values() for r in reports)
     rows = []
-    for source, report in reports:
+    for source, reports in runs.items():
+        texts = {report["meta"]["n_texts"] for report in reports}
+        if len(texts) > 1:
+            raise SystemExit(f"{source}: its runs scored different numbers of texts ({sorted(texts)}); a table "
+                             "averages runs on the same rows only")
         in_source = []
         if args.in_source:
             path = os.path.join(args.in_source, f"eval_{source}.json")
@@ -242,14 +266,22 @@ def table(args):
                     in_source = [_cell(_f1(json.load(f), scheme=args.scheme))]
             else:
                 in_source = ["-"]
-        compare = report.get("compare") or {}
-        o = _scores(report, scheme=args.scheme)
-        interval = report.get("interval")
-        cells = [source, f"{report['meta']['n_texts']:,}",
-                 "-" if o is None else f"{o['f1']:.3f} ({o['precision']:.3f} / {o['recall']:.3f})",
+        scores = [_scores(report, scheme=args.scheme) for report in reports]
+        if len(reports) > 1:
+            f1s = [o["f1"] for o in scores if o is not None]
+            cell = _mean_and_range(f1s, "runs") if len(f1s) == len(reports) else "-"
+        else:
+            cell = "-" if scores[0] is None else \
+                f"{scores[0]['f1']:.3f} ({scores[0]['precision']:.3f} / {scores[0]['recall']:.3f})"
+        interval = reports[0].get("interval") if len(reports) == 1 else None
+        compare = {}
+        for report in reports:  # the baselines are the same on every run's rows: the first run that has each
+            for system, scored in (report.get("compare") or {}).items():
+                compare.setdefault(system, scored)
+        cells = [source, f"{texts.pop():,}", cell,
                  *([f"{interval_text(interval)} ({interval['documents']:,})" if interval and interval["f1"] else "-"]
                    if intervals else []),
-                 *in_source, *(_cell(_f1(report, system, args.scheme)) if system in compare else "-"
+                 *in_source, *(_cell(_f1({"compare": compare}, system, args.scheme)) if system in compare else "-"
                                for system in BASELINES)]
         rows.append("| " + " | ".join(cells) + " |")
     columns = ["source", "texts", args.label, *(["F1 95% interval (documents)"] if intervals else []),
@@ -299,12 +331,12 @@ def ablation_table(args):
     print("\n".join(lines))
 
 
-def _mean_and_range(values):
+def _mean_and_range(values, unit="seeds"):
     if not values:
         return "-"
     if len(values) == 1:
         return f"{values[0]:.3f}"
-    return f"{sum(values) / len(values):.3f} ({min(values):.3f}-{max(values):.3f}, {len(values)} seeds)"
+    return f"{sum(values) / len(values):.3f} ({min(values):.3f}-{max(values):.3f}, {len(values)} {unit})"
 
 
 def parser():
@@ -332,8 +364,9 @@ def parser():
     i.add_argument("--data", required=True)
     i.add_argument("--sources", required=True)
     i.add_argument("--out", required=True, help="folder for eval_<source>.json")
-    t = sub.add_parser("table", help="print the reports of a folder as a markdown table")
-    t.add_argument("folder")
+    t = sub.add_parser("table", help="print the reports of one or more folders as a markdown table (several runs of "
+                       "a source: mean and range)")
+    t.add_argument("folder", nargs="+", help="folders of reports (several: runs on other draws of the corpus)")
     t.add_argument("--in-source", help="a folder with eval_<source>.json reports of a model trained on everything")
     t.add_argument("--scheme", default="strict", choices=list(RELAXED_SCHEMES),
                    help="span matching: strict (default) or a relaxed scheme of the reports "
@@ -346,6 +379,8 @@ def parser():
                        "(development_<name>.json, report_<name>.json), from their saved predictions")
     h.add_argument("folder")
     h.add_argument("--data", required=True, help="the gold corpus the reports were scored on")
+    h.add_argument("--compare", help="baselines to score on each half's rows beside the model (comma-separated: "
+                   f"{', '.join(BASELINES)}; default: those each whole report was compared with)")
     a = sub.add_parser("ablation-table", help="print an ablation folder's F1 per variant and source as markdown")
     a.add_argument("folder")
     t.add_argument("--label", default="piiner out of source F1", help="heading of the reports' F1 column")
@@ -358,7 +393,9 @@ def main(argv=None):
     p = parser()
     args = p.parse_args(argv)
     # A folder the command reads: a typo is named here, not met as a traceback (or, for --in-source, a column of "-").
-    for name, folder in (("folder", getattr(args, "folder", None)), ("--in-source", getattr(args, "in_source", None))):
+    folders = getattr(args, "folder", None)
+    for name, folder in [*(("folder", f) for f in ([folders] if isinstance(folders, str) else folders or [])),
+                         ("--in-source", getattr(args, "in_source", None))]:
         if folder is not None and not os.path.isdir(folder):
             p.error(f"{name} {folder}: no such folder")
     if args.command in ("leave-one-out", "ablation"):  # before a corpus is built or a model trained
@@ -368,6 +405,10 @@ def main(argv=None):
         if unknown:
             p.error(f"--held-out names {', '.join(unknown)}, which --sources does not: a held-out source must be one "
                     "of the full corpus's sources")
+    if args.command == "halves" and args.compare:
+        unknown = [s for s in args.compare.split(",") if s not in BASELINES]
+        if unknown:
+            p.error(f"--compare names {', '.join(unknown)}: the baselines are {', '.join(BASELINES)}")
     commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table,
                 "halves": halves, "unscored-table": unscored_table, "ablation-table": ablation_table}
     commands[args.command](args)
