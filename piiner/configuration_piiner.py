@@ -64,8 +64,10 @@ class PiiNerConfig(PreTrainedConfig):
             The types whose entities carry a capital letter wherever the text is written in mixed case. In a
             paragraph with both upper- and lower-case letters, an entity of one of these types with no capital
             ("basketball" in "We watched basketball") fails its check, as an IP address Python cannot parse does,
-            and its window is decoded again without that type. A paragraph written all in lower case (chat) or all
-            in upper case is left alone. An empty list turns the check off.
+            and its window is decoded again without that type; one that begins or ends with words in lower case
+            only ("central Arizona", "Weehawken docks") is decoded again without the type on those words. A
+            paragraph written all in lower case (chat) or all in upper case is left alone. An empty list turns the
+            check off.
         line_break_marker (`str`, *optional*):
             One character the encoder's tokenizer reads in place of each line break. Tokenizers drop "\n" as
             whitespace, so without it the encoder cannot tell "Ann Lee\n\nBob called" from "Ann Lee Bob called".

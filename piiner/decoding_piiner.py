@@ -176,6 +176,15 @@ def _mixed_case(text):
     return any(c.isupper() for c in text) and any(c.islower() for c in text)
 
 
+def _in_cased_paragraph(text, position):
+    start, end = next((s, e) for s, e in paragraphs(text) if s <= position < e)
+    return _mixed_case(text[start:end])
+
+
+def _lower_case_only(word):
+    return any(c.islower() for c in word) and not any(c.isupper() for c in word)
+
+
 def fails_check(text, entity, capitalised_types=()):
     """Whether `entity` (of `decode_entities` on `text`) cannot be of its type: its word fails the type's
     `TYPE_CHECKS`, or its type is one of `capitalised_types` (`config.capitalised_types`) and it has no capital
@@ -185,22 +194,37 @@ def fails_check(text, entity, capitalised_types=()):
         return not TYPE_CHECKS[entity["type"]](entity["word"])
     if entity["type"] not in capitalised_types or any(c.isupper() for c in entity["word"]):
         return False
-    start, end = next((s, e) for s, e in paragraphs(text) if s <= entity["start"] < e)
-    return _mixed_case(text[start:end])
+    return _in_cased_paragraph(text, entity["start"])
+
+
+def lower_case_ends(text, entity, capitalised_types=()):
+    """The words at either end of `entity` written in lower case only, as `(start, end)` ranges of `text`, where
+    the entity is a name of `capitalised_types` that holds a capital letter, in a paragraph that mixes upper and
+    lower case: such a name begins and ends with a capitalised word, so "central" and "docks" of "central Arizona"
+    and "Weehawken docks" lie outside it ("University of Ohio" keeps its "of"). Empty for any other entity."""
+    if entity["type"] not in capitalised_types or not any(c.isupper() for c in entity["word"]):
+        return []
+    words = [(m.start() + entity["start"], m.end() + entity["start"]) for m in re.finditer(r"\S+", entity["word"])]
+    cased = [i for i, (s, e) in enumerate(words) if not _lower_case_only(text[s:e])]  # one holds the capital
+    ends = words[:cased[0]] + words[cased[-1] + 1:]
+    return ends if ends and _in_cased_paragraph(text, entity["start"]) else []
 
 
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
                    multiline_types=(), capitalised_types=()):
     """One window's tags and scores with no entity that fails its type's check (`fails_check`: `TYPE_CHECKS`, and
-    a capital letter for `capitalised_types` in mixed-case text).
+    a capital letter for `capitalised_types` in mixed-case text) or, for those types, ends in a word written in
+    lower case (`lower_case_ends`).
 
-    Where the window's best CRF path holds such an entity, that type's labels are forbidden on its tokens and the
-    window is decoded again (the same Viterbi, `viterbi_cpu`; the marginals once, at the end): the best path among
-    those that do not type those tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there
-    (an SSN, say). That next type is checked in turn, and so on until every entity passes: each round forbids a
-    label the path held, and `O` is never forbidden, so the rounds end, at worst with the span untagged. The window
-    is unchanged, and nothing is decoded again, when every entity passes. Scores after a decode again are the
-    marginals of the constrained chain: how sure the model is of the span given that it is not the failed type.
+    Where the window's best CRF path holds such an entity, that type's labels are forbidden on its tokens (on the
+    tokens of its lower-case end words only, for the second kind) and the window is decoded again (the same
+    Viterbi, `viterbi_cpu`; the marginals once, at the end): the best path among those that do not type those
+    tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there (an SSN, say); "Weehawken
+    docks" tagged LOCATION becomes "Weehawken". That next path is checked in turn, and so on until every entity
+    passes: each round forbids a label the path held, and `O` is never forbidden, so the rounds end, at worst with
+    the span untagged. The window is unchanged, and nothing is decoded again, when every entity passes. Scores
+    after a decode again are the marginals of the constrained chain: how sure the model is of the span given that it
+    is not the failed type.
 
     Args:
         offsets, tag_ids, tag_scores: the window's tokens and their decoded tags and scores, as `merge_windows` takes.
@@ -220,13 +244,17 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     pairs = _as_offset_pairs(offsets)
     decoded = False
     while True:
-        failing = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
-                                              multiline_types)
-                   if fails_check(text, e, capitalised_types)]
+        failing = []  # (entity, the stretches of it that cannot carry its type)
+        for entity in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, multiline_types):
+            outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
+                       else lower_case_ends(text, entity, capitalised_types))
+            if outside:
+                failing.append((entity, outside))
         if not failing:
             break
-        for entity in failing:
-            tokens = [i for i, (s, e) in enumerate(pairs) if e > s and s < entity["end"] and e > entity["start"]]
+        for entity, outside in failing:
+            tokens = [i for i, (s, e) in enumerate(pairs)
+                      if e > s and any(s < end and e > start for start, end in outside)]
             labels = [int(i) for i, label in id2label.items() if split_label(label)[1] == entity["type"]]
             emissions[np.ix_(tokens, labels)] = FORBIDDEN_EMISSION
         tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
@@ -269,5 +297,5 @@ def filter_results(results, min_score=None, ignore_labels=frozenset()):
     return [r for r in results if r["type"] not in ignore_labels and r.get("entity") not in ignore_labels]
 
 
-__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "fails_check", "TYPE_CHECKS",
-           "result_filters", "filter_results"]
+__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "fails_check", "lower_case_ends",
+           "TYPE_CHECKS", "result_filters", "filter_results"]

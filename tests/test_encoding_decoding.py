@@ -525,3 +525,50 @@ def test_a_span_is_decoded_again_until_its_type_passes_however_many_types_fail_f
                                   labels, {}, capitalised_types=["PERSON", "LOCATION", "ORGANIZATION"])
     assert [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})] == [
         ("745.25.1139", "SSN")]
+
+
+def _checked_words(text, tags, runner_up, **checks):
+    """One token per word of `text`, decoded under a BIO-constrained flat CRF: each token's emission puts its label
+    in `tags` first (0.6) and `runner_up` second (0.3); returns the entities of `checked_window` on them."""
+    import re
+
+    import numpy as np
+
+    from piiner.crf_numba import crf_decode_cpu
+    from piiner.crf_piiner import PiiNerCRF
+    from piiner.decoding_piiner import checked_window
+
+    offsets = [m.span() for m in re.finditer(r"\S+", text)]
+    probs = np.full((len(offsets), len(CASED_LABELS)), 0.01)
+    for i, (first, second) in enumerate(zip(tags, runner_up)):
+        probs[i, first], probs[i, second] = 0.6, 0.3
+    emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
+    mask = np.ones(len(offsets), dtype=bool)
+    crf = tuple(t.detach().numpy() for t in PiiNerCRF(CASED_LABELS).constrained_transitions())
+    best, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    assert list(best[0]) == list(tags)
+    tags, scores = checked_window(text, offsets, best[0], marginals[0][np.arange(len(offsets)), best[0]], emissions,
+                                  mask, crf, CASED_LABELS, {}, **checks)
+    return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, CASED_LABELS, {})]
+
+
+NAMES = ["PERSON", "LOCATION", "ORGANIZATION"]
+
+
+@pytest.mark.parametrize("text, tags, runner_up, capitalised, expected", [
+    # a place that runs into a lower-case word after it, or before it, ends at its capitalised words
+    ("We met at Weehawken docks", (0, 0, 0, 3, 4), (1, 1, 1, 0, 0), NAMES, [("Weehawken", "LOCATION")]),
+    ("It is in central Arizona now", (0, 0, 0, 3, 4, 0), (1, 1, 1, 0, 3, 1), NAMES, [("Arizona", "LOCATION")]),
+    ("Go north of Broadway", (0, 3, 4, 4), (1, 0, 0, 3), NAMES, [("Broadway", "LOCATION")]),
+    # a lower-case word inside a name stays, and lower-case text is left alone
+    ("She studied at University of Ohio", (0, 0, 0, 1, 2, 2), (3, 3, 3, 0, 0, 0), NAMES,
+     [("University of Ohio", "ORGANIZATION")]),
+    ("we met at weehawken docks", (0, 0, 0, 3, 4), (1, 1, 1, 0, 0), NAMES, [("weehawken docks", "LOCATION")]),
+    ("We met at Weehawken docks", (0, 0, 0, 3, 4), (1, 1, 1, 0, 0), [], [("Weehawken docks", "LOCATION")]),
+])
+def test_a_name_in_mixed_case_text_begins_and_ends_with_a_capitalised_word(text, tags, runner_up, capitalised,
+                                                                        expected):
+    """Uncased, the backbone reads "Weehawken docks" as it reads "Weehawken Docks". In a paragraph that writes
+    capitals, a person, place or organization holding one does not begin or end with a word in lower case only:
+    that word's tokens are decoded again without the type, and the name keeps its capitalised words."""
+    assert _checked_words(text, tags, runner_up, capitalised_types=capitalised) == expected
