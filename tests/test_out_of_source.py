@@ -154,10 +154,12 @@ def test_table_of_several_folders_gives_each_source_the_mean_and_range_of_its_ru
         draw.mkdir()
         for seed, f1 in zip((42, 43), f1s):
             compare = {"presidio": 0.4, "regex": 0.0} if (draw.name, seed) == ("draw3", 43) else None
-            (draw / f"report_variant_0_seed{seed}_btc.json").write_text(json.dumps(_report(f1, 4657, compare)))
+            report = dict(_report(f1, 4657, compare), interval={"documents": 4657, "f1": [f1 - 0.01, f1 + 0.01]})
+            (draw / f"report_variant_0_seed{seed}_btc.json").write_text(json.dumps(report))
     main(["table", *map(str, draws), "--prefix", "report_variant_0_"])
-    assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 4,657 | 0.610 (0.580-0.640, 4 runs) | 0.400 | - | "
-                                                        "0.000 |"]
+    lines = capsys.readouterr().out.splitlines()
+    assert "interval" not in lines[0]  # one run's interval says nothing of four runs' mean
+    assert lines[2:] == ["| btc | 4,657 | 0.610 (0.580-0.640, 4 runs) | 0.400 | - | 0.000 |"]
     (draws[1] / "report_variant_0_seed43_btc.json").write_text(json.dumps(_report(0.6, 4000)))  # other rows
     with pytest.raises(SystemExit, match=r"btc: its runs scored different numbers of texts \(\[4000, 4657\]\)"):
         main(["table", *map(str, draws), "--prefix", "report_variant_0_"])

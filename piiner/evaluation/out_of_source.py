@@ -251,7 +251,8 @@ def table(args):
     interval over documents drawn again; one with several runs (training seeds, folders of other draws of the
     corpus) the mean F1 and its range over the runs, which must all have scored the same number of texts."""
     runs = _runs(args.folder, args.prefix)
-    intervals = args.scheme == "strict" and any("interval" in r for reports in runs.values() for r in reports)
+    intervals = args.scheme == "strict" and any(len(reports) == 1 and "interval" in reports[0]
+                                                for reports in runs.values())
     rows = []
     for source, reports in runs.items():
         texts = {report["meta"]["n_texts"] for report in reports}
