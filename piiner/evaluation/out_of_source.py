@@ -313,16 +313,11 @@ def unscored_table(args):
 def ablation_table(args):
     """Markdown: one row per variant that has run, the F1 of each source it was scored on; with runs of several
     training seeds, their mean and range."""
-    rows, sources, names = [], [], sorted(os.listdir(args.folder))
+    rows, sources = [], []
     for index, variant in enumerate(VARIANTS):
         scores = {}
-        prefix = f"eval_variant_{index}_"
-        for name in names:
-            if name.startswith(prefix) and name.endswith(".json"):
-                rest = name[len(prefix):-len(".json")]
-                source = SEEDED.sub("", rest)
-                with open(os.path.join(args.folder, name)) as f:
-                    scores.setdefault(source, []).append(_f1(json.load(f)))
+        for source, report in _reports(args.folder, f"eval_variant_{index}_", seeds=True):
+            scores.setdefault(source, []).append(_f1(report))
         if scores:
             rows.append((variant, scores))
             sources += [s for s in scores if s not in sources]
