@@ -57,11 +57,12 @@ reference: baselines
 # 2 to 3 hours on 2 cores; needs data/reference and runs/reference from `make reference`.
 NER_SETS := btc,wikigold,sec_filings,uner_ewt,gum
 OOS := runs/oos-ner
+# The ablation without the five NER corpora, as every target below runs it.
+NER_ABLATION := $(PY) -m piiner.evaluation.out_of_source ablation --held-out $(NER_SETS) --also formats,dense \
+	--sources $(ALL_SOURCES) --config configs/out-of-source.yaml --data data/reference
 out-of-source-ner: baselines
-	$(PY) -m piiner.evaluation.out_of_source ablation --held-out $(NER_SETS) --also formats,dense \
-		--sources $(ALL_SOURCES) --config configs/out-of-source.yaml --data data/reference --out $(OOS)
-	$(PY) -m piiner.evaluation.out_of_source ablation --variants 0,2 --train-seeds 42,43 --held-out $(NER_SETS) \
-		--also formats,dense --sources $(ALL_SOURCES) --config configs/out-of-source.yaml --data data/reference --out $(OOS)
+	$(NER_ABLATION) --out $(OOS)
+	$(NER_ABLATION) --variants 0,2 --train-seeds 42,43 --out $(OOS)
 	$(PY) -m piiner.evaluation.model_card $(REF) --lead --system "same recipe, trained without the five NER corpora (2,000 steps)" \
 		$(foreach s,$(subst $(,), ,$(NER_SETS)),--report "$(s), out of source, report half=$(OOS)/report_variant_0_$(s).json") \
 		$(foreach s,$(subst $(,), ,$(NER_SETS)),--report "$(s), out of source, every document=$(OOS)/whole_variant_0_$(s).json") \
@@ -77,9 +78,7 @@ out-of-source-ner: baselines
 # needs data/reference from `make reference`.
 DRAWS := 2 3
 out-of-source-draws: baselines
-	for d in $(DRAWS); do $(PY) -m piiner.evaluation.out_of_source ablation --variants 0 --train-seeds 42,43 \
-		--held-out $(NER_SETS) --also formats,dense --sources $(ALL_SOURCES) --config configs/out-of-source.yaml \
-		--data data/reference --seed $$d --out runs/oos-draw$$d || exit 1; done
+	for d in $(DRAWS); do $(NER_ABLATION) --variants 0 --train-seeds 42,43 --seed $$d --out runs/oos-draw$$d || exit 1; done
 	$(PY) -m piiner.evaluation.out_of_source table $(foreach d,$(DRAWS),runs/oos-draw$(d)) --prefix report_variant_0_ \
 		--label "piiner F1, report half"
 
