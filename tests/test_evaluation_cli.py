@@ -107,6 +107,24 @@ def test_compare_scores_baselines_on_the_same_rows(tmp_path, gold_file):
         _run("--predictions", gold_file, "--data", gold_file, "--compare", "spacy")
 
 
+def test_a_compared_baselines_saved_predictions_score_again_under_its_name_without_running_it(tmp_path, gold_file):
+    """With --save-predictions, each compared baseline's predictions go beside the model's; a later run on other rows
+    compares with them under the baseline's name (NAME=FILE) and gets the figures running it would give."""
+    saved = tmp_path / "pred.jsonl"
+    first = _run("--predictions", gold_file, "--data", gold_file, "--label-map", "PER=PERSON", "--compare", "regex",
+                 "--save-predictions", saved)
+    kept = tmp_path / "pred.regex.jsonl"
+    assert kept.is_file() and len(kept.read_text().splitlines()) == 3
+    for source in ("web", "chat"):
+        ran = _run("--predictions", gold_file, "--data", gold_file, "--label-map", "PER=PERSON", "--source", source,
+                   "--compare", "regex")
+        read = _run("--predictions", gold_file, "--data", gold_file, "--label-map", "PER=PERSON", "--source", source,
+                    "--compare", f"regex={kept}")
+        assert read["compare"]["regex"]["overall"] == ran["compare"]["regex"]["overall"]
+        assert read["compare"]["regex"]["interval"] == ran["compare"]["regex"]["interval"]
+    assert first["compare"]["regex"]["overall"]["tp"] == 3
+
+
 def test_backstop_adds_regex_spans_only_where_the_system_found_nothing(tmp_path, gold_file):
     predictions = _write_jsonl(tmp_path / "pred.jsonl", [
         {"id": "a", "spans": [{"start": 5, "end": 21, "label": "EMAIL"}]},  # the SSN missed

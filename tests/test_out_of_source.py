@@ -217,6 +217,30 @@ def test_halves_score_the_baselines_of_the_whole_report_on_each_half(tmp_path):
         main(["halves", str(tmp_path), "--data", str(gold), "--compare", "spacy"])
 
 
+def test_halves_read_the_baselines_predictions_the_whole_run_saved_instead_of_running_them_again(tmp_path):
+    """A whole run keeps its baselines' predictions beside the model's (`--save-predictions`); its halves score
+    those, so Presidio and the rest run once per corpus, not three times."""
+    rows = [{"id": f"t{i}", "group": f"doc{i}", "source": "presidio", "text": f"Card 4111 1111 1111 1111, call {i}.",
+             "spans": [{"start": 5, "end": 24, "label": "CREDIT_CARD"}]} for i in range(8)]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "_predictions").mkdir()
+    found = [{"id": r["id"], "spans": r["spans"] if i % 2 else []} for i, r in enumerate(rows)]
+    (tmp_path / "_predictions" / "whole_variant_0_presidio.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in found))
+    # the baseline's saved predictions: what it found on the whole corpus (here none, where running it finds all)
+    (tmp_path / "_predictions" / "whole_variant_0_presidio.regex.jsonl").write_text(
+        "".join(json.dumps({"id": r["id"], "spans": []}) + "\n" for r in rows))
+    whole = {"overall": {"f1": 0.5}, "compare": {"regex": {"overall": {"f1": 0.0}}},
+             "meta": {"source": "presidio", "split": "train,validation,test", "n_texts": 8}}
+    (tmp_path / "whole_variant_0_presidio.json").write_text(json.dumps(whole))
+    main(["halves", str(tmp_path), "--data", str(gold)])
+    for half in ("development", "report"):
+        scored = json.loads((tmp_path / f"{half}_variant_0_presidio.json").read_text())
+        assert scored["meta"]["n_texts"] == 4 and set(scored["compare"]) == {"regex"}
+        assert scored["compare"]["regex"]["overall"]["tp"] == 0  # read, not run again
+
+
 def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_one(tmp_path, capsys):
     with_interval = dict(_report(0.41, 121), interval={"level": 0.95, "resamples": 1000, "documents": 3,
                                                        "f1": [0.25, 0.58]})

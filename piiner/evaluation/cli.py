@@ -57,12 +57,14 @@ def parse_args(argv=None):
     p.add_argument("--merge-types", help="score these types as one, in the gold and in every system's predictions: "
                    "A=B,... (e.g. DATE_OF_BIRTH=DATE against a baseline that cannot tell a birth date from a date)")
     p.add_argument("--compare", help="comma-separated baselines (regex, presidio, rampart) or prediction JSONL files "
-                   "(another model's --save-predictions) scored on the same rows in the same run, reported under "
-                   "'compare' with a side-by-side table and the paired interval of each F1 difference")
+                   "(another model's --save-predictions; NAME=FILE.jsonl to report one under NAME) scored on the same "
+                   "rows in the same run, reported under 'compare' with a side-by-side table and the paired interval "
+                   "of each F1 difference")
     p.add_argument("--resamples", type=int, default=1000, help="document draws for the intervals (default: 1000)")
     p.add_argument("--out", help="write the JSON report here")
     p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans}, the format "
-                   "--predictions reads, to rescore them later (other --types, --source) without a rerun")
+                   "--predictions reads, to rescore them later (other --types, --source) without a rerun; each "
+                   "--compare baseline's go beside them (PATH.<baseline>.jsonl)")
     p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
     p.add_argument("--limit", type=int, help="score only the first N rows (after --source)")
     p.add_argument("--device", help="torch device for --model, e.g. cuda:0 (default: CPU)")
@@ -97,6 +99,13 @@ def write_predictions(path, rows, predictions):
     with open(path, "w", encoding="utf-8") as f:
         for row, spans in zip(rows, predictions):
             f.write(json.dumps({"id": row["id"], "text": row["text"], "spans": spans}, ensure_ascii=False) + "\n")
+
+
+def compared_predictions(path, name):
+    """Where ``--save-predictions PATH`` keeps the compared baseline `name`'s predictions: ``PATH.<name>.jsonl``
+    (``whole_btc.presidio.jsonl`` beside ``whole_btc.jsonl``), which a later run compares with under that name
+    (``--compare presidio=...``) instead of running the baseline again."""
+    return f"{path.removesuffix('.jsonl')}.{name}.jsonl"
 
 
 def _read_predictions(path, rows, split_rows, label_map, dropped):
@@ -206,11 +215,14 @@ def evaluate(args, command=None):
     if compare:
         # Baselines (or another run's predictions) on exactly the same rows, gold and type restriction.
         report["compare"] = {}
-        for name in compare:
-            if name.endswith(".jsonl"):
-                pred_b, timing = _read_predictions(name, rows, split_rows, label_map, dropped)[1], {}
+        for item in compare:
+            name, _, path = item.partition("=") if "=" in item else (item, "", item)
+            if path.endswith(".jsonl"):
+                pred_b, timing = _read_predictions(path, rows, split_rows, label_map, dropped)[1], {}
             else:
                 raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=name), texts)
+                if args.save_predictions:
+                    write_predictions(compared_predictions(args.save_predictions, name), rows, raw_b)
                 pred_b = _as_tuples(raw_b)
                 timing = {"throughput": throughput(len(texts), n_chars, seconds_b)}
             pred_b, set_aside_b = judged(rows, _merged(pred_b, merge), types)
@@ -265,7 +277,7 @@ def main(argv=None):
     return 0
 
 
-__all__ = ["evaluate", "main", "run"]
+__all__ = ["evaluate", "main", "run", "compared_predictions"]
 
 
 if __name__ == "__main__":

@@ -70,9 +70,10 @@ WHOLE = "train,validation,test"
 
 def evaluate_source(model, data, source, out, baselines=tuple(BASELINES), split="test"):
     """piiner-evaluate on one source's `split` of `data`, with the baselines; returns the report. The model's
-    predictions go to ``_predictions/`` beside the report (``btc.jsonl`` for ``eval_btc.json``; a push leaves
-    names starting with "_" out), so that a later run can be compared with it on the same document draws
-    (`piiner-evaluate --compare`)."""
+    predictions go to ``_predictions/`` beside the report (``btc.jsonl`` for ``eval_btc.json``, the baselines'
+    beside them as ``btc.presidio.jsonl``; a push leaves names starting with "_" out), so that a later run can be
+    compared with it on the same document draws (`piiner-evaluate --compare`), and its halves scored without running
+    the baselines again."""
     from piiner.evaluation.cli import run
 
     predictions = saved_predictions(out)
@@ -97,8 +98,9 @@ def score_halves(whole, data, compare=None):
     """A whole-corpus report (`whole_<name>.json`) scored again on each half of its documents, from the predictions
     saved beside it, into `development_<name>.json` and `report_<name>.json`; returns their paths. ``data``: the
     gold corpus (the report's own, when it was written in another folder or on another machine). The baselines the
-    whole report was compared with (or ``compare``, a list of `BASELINES`) are run again on each half's rows."""
-    from piiner.evaluation.cli import run
+    whole report was compared with (or ``compare``, a list of `BASELINES`) are scored on each half's rows too: from
+    their predictions saved beside the model's, where the whole run kept them, else run again."""
+    from piiner.evaluation.cli import compared_predictions, run
 
     folder, name = os.path.split(whole)
     name = name.removeprefix("whole_").removesuffix(".json")
@@ -110,6 +112,8 @@ def score_halves(whole, data, compare=None):
     meta = report["meta"]
     if compare is None:
         compare = [system for system in report.get("compare") or {} if system in BASELINES]
+    compare = [f"{system}={compared_predictions(predictions, system)}"
+               if os.path.isfile(compared_predictions(predictions, system)) else system for system in compare]
     outs = []
     for half in HALVES:
         outs.append(os.path.join(folder, f"{half}_{name}.json"))
