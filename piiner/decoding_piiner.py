@@ -172,6 +172,11 @@ TYPE_CHECKS = {
 }
 
 
+# Types whose entities never hold whitespace: one that runs over a space ("http://t.co/x MileyCyrus" as one URL) ends
+# before it, the word after the space getting whatever the model ranks next there.
+UNBROKEN_TYPES = frozenset({"URL", "EMAIL", "IP_ADDRESS", "USERNAME", "MAC_ADDRESS", "CRYPTO_WALLET"})
+
+
 def _mixed_case(text):
     return any(c.isupper() for c in text) and any(c.islower() for c in text)
 
@@ -210,17 +215,38 @@ def lower_case_ends(text, entity, capitalised_types=()):
     return ends if ends and _in_cased_paragraph(text, entity["start"]) else []
 
 
+def _forbidden(text, pairs, entity, id2label, capitalised_types):
+    """`(tokens, label ids)` the window's next decode must not give, for an entity that cannot stand as it is; None
+    for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
+    that fails its check (`fails_check`): every label of its type on all its tokens. A name ending in lower-case words
+    (`lower_case_ends`): every label of its type on those words' tokens."""
+    kind = entity["type"]
+    if kind in UNBROKEN_TYPES and any(c.isspace() for c in entity["word"]):
+        inside = [i for i, (s, e) in enumerate(pairs) if e > s and s < entity["end"] and e > entity["start"]]
+        # whitespace between the previous token and this one, or opening it (SentencePiece tokens hold their space)
+        tokens = [i for before, i in zip(inside, inside[1:])
+                  if any(c.isspace() for c in text[pairs[before][1]:pairs[i][0] + 1])]
+        return tokens, [int(i) for i, label in id2label.items() if label == f"I-{kind}"]
+    outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
+               else lower_case_ends(text, entity, capitalised_types))
+    if not outside:
+        return None
+    tokens = [i for i, (s, e) in enumerate(pairs) if e > s and any(s < end and e > start for start, end in outside)]
+    return tokens, [int(i) for i, label in id2label.items() if split_label(label)[1] == kind]
+
+
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
                    multiline_types=(), capitalised_types=()):
     """One window's tags and scores with no entity that fails its type's check (`fails_check`: `TYPE_CHECKS`, and
-    a capital letter for `capitalised_types` in mixed-case text) or, for those types, ends in a word written in
-    lower case (`lower_case_ends`).
+    a capital letter for `capitalised_types` in mixed-case text), or, for those types, ends in a word written in
+    lower case (`lower_case_ends`), or runs over whitespace in a type that never holds any (`UNBROKEN_TYPES`).
 
-    Where the window's best CRF path holds such an entity, that type's labels are forbidden on its tokens (on the
-    tokens of its lower-case end words only, for the second kind) and the window is decoded again (the same
-    Viterbi, `viterbi_cpu`; the marginals once, at the end): the best path among those that do not type those
-    tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there (an SSN, say); "Weehawken
-    docks" tagged LOCATION becomes "Weehawken". That next path is checked in turn, and so on until every entity
+    Where the window's best CRF path holds such an entity, labels of its type are forbidden (`_forbidden`: on its
+    tokens; on the tokens of its lower-case end words only, for the second kind; its I- label after the space, for
+    the third) and the window is decoded again (the same Viterbi, `viterbi_cpu`; the marginals once, at the end):
+    the best path among those that do not type those tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the
+    model ranks next there (an SSN, say); "Weehawken docks" tagged LOCATION becomes "Weehawken"; "http://t.co/x
+    MileyCyrus" as one URL ends at the space. That next path is checked in turn, and so on until every entity
     passes: each round forbids a label the path held, and `O` is never forbidden, so the rounds end, at worst with
     the span untagged. The window is unchanged, and nothing is decoded again, when every entity passes. Scores
     after a decode again are the marginals of the constrained chain: how sure the model is of the span given that it
@@ -236,7 +262,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     """
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
-    checked = set(TYPE_CHECKS) | set(capitalised_types)
+    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES
     if not any(_label_of(tag_id, id2label)[1] in checked for tag_id in tagged):  # nothing to check
         return tag_ids, tag_scores
     emissions = np.array(emissions, dtype=np.float32)
@@ -244,18 +270,12 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     pairs = _as_offset_pairs(offsets)
     decoded = False
     while True:
-        failing = []  # (entity, the stretches of it that cannot carry its type)
-        for entity in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, multiline_types):
-            outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
-                       else lower_case_ends(text, entity, capitalised_types))
-            if outside:
-                failing.append((entity, outside))
-        if not failing:
+        entities = decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, multiline_types)
+        forbidden = [f for f in (_forbidden(text, pairs, e, id2label, capitalised_types) for e in entities)
+                     if f and f[0]]
+        if not forbidden:
             break
-        for entity, outside in failing:
-            tokens = [i for i, (s, e) in enumerate(pairs)
-                      if e > s and any(s < end and e > start for start, end in outside)]
-            labels = [int(i) for i, label in id2label.items() if split_label(label)[1] == entity["type"]]
+        for tokens, labels in forbidden:
             emissions[np.ix_(tokens, labels)] = FORBIDDEN_EMISSION
         tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
         decoded = True
@@ -298,4 +318,4 @@ def filter_results(results, min_score=None, ignore_labels=frozenset()):
 
 
 __all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "fails_check", "lower_case_ends",
-           "TYPE_CHECKS", "result_filters", "filter_results"]
+           "TYPE_CHECKS", "UNBROKEN_TYPES", "result_filters", "filter_results"]

@@ -527,29 +527,33 @@ def test_a_span_is_decoded_again_until_its_type_passes_however_many_types_fail_f
         ("745.25.1139", "SSN")]
 
 
-def _checked_words(text, tags, runner_up, **checks):
-    """One token per word of `text`, decoded under a BIO-constrained flat CRF: each token's emission puts its label
-    in `tags` first (0.6) and `runner_up` second (0.3); returns the entities of `checked_window` on them."""
-    import re
-
+def _checked_tokens(text, offsets, tags, runner_up, labels=CASED_LABELS, **checks):
+    """Tokens at `offsets`, decoded under a BIO-constrained flat CRF: each token's emission puts its label in `tags`
+    first (0.6) and `runner_up` second (0.3); returns the entities of `checked_window` on them."""
     import numpy as np
 
     from piiner.crf_numba import crf_decode_cpu
     from piiner.crf_piiner import PiiNerCRF
     from piiner.decoding_piiner import checked_window
 
-    offsets = [m.span() for m in re.finditer(r"\S+", text)]
-    probs = np.full((len(offsets), len(CASED_LABELS)), 0.01)
+    probs = np.full((len(offsets), len(labels)), 0.01)
     for i, (first, second) in enumerate(zip(tags, runner_up)):
         probs[i, first], probs[i, second] = 0.6, 0.3
     emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
     mask = np.ones(len(offsets), dtype=bool)
-    crf = tuple(t.detach().numpy() for t in PiiNerCRF(CASED_LABELS).constrained_transitions())
+    crf = tuple(t.detach().numpy() for t in PiiNerCRF(labels).constrained_transitions())
     best, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
     assert list(best[0]) == list(tags)
     tags, scores = checked_window(text, offsets, best[0], marginals[0][np.arange(len(offsets)), best[0]], emissions,
-                                  mask, crf, CASED_LABELS, {}, **checks)
-    return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, CASED_LABELS, {})]
+                                  mask, crf, labels, {}, **checks)
+    return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})]
+
+
+def _checked_words(text, tags, runner_up, **checks):
+    """`_checked_tokens` with one token per word of `text`."""
+    import re
+
+    return _checked_tokens(text, [m.span() for m in re.finditer(r"\S+", text)], tags, runner_up, **checks)
 
 
 NAMES = ["PERSON", "LOCATION", "ORGANIZATION"]
@@ -572,3 +576,25 @@ def test_a_name_in_mixed_case_text_begins_and_ends_with_a_capitalised_word(text,
     capitals, a person, place or organization holding one does not begin or end with a word in lower case only:
     that word's tokens are decoded again without the type, and the name keeps its capitalised words."""
     assert _checked_words(text, tags, runner_up, capitalised_types=capitalised) == expected
+
+
+UNBROKEN_LABELS = {0: "O", 1: "B-URL", 2: "I-URL", 3: "B-USERNAME", 4: "I-USERNAME", 5: "B-EMAIL", 6: "I-EMAIL",
+                   7: "B-PERSON", 8: "I-PERSON"}
+
+
+@pytest.mark.parametrize("text, tokens, tags, runner_up, expected", [
+    # a URL run on over the handle after it ends at the space, the handle taking its next label; the URL's own
+    # pieces, with no space between them, stay one URL
+    ("via http://t.co/oh MileyCyrus now", ["via", "http", "://t.co/oh", "MileyCyrus", "now"], (0, 1, 2, 2, 0),
+     (1, 0, 0, 3, 1), [("http://t.co/oh", "URL"), ("MileyCyrus", "USERNAME")]),
+    # an e-mail address that swallowed the name before it gives the name back
+    ("Daniel Smith dan@x.org", ["Daniel", "Smith", "dan@x.org"], (5, 6, 6), (7, 8, 5),
+     [("Daniel Smith", "PERSON"), ("dan@x.org", "EMAIL")]),
+    # a person's name holds spaces, as it may
+    ("Daniel Smith wrote", ["Daniel", "Smith", "wrote"], (7, 8, 0), (5, 6, 1), [("Daniel Smith", "PERSON")]),
+])
+def test_urls_emails_and_usernames_never_run_over_a_space(text, tokens, tags, runner_up, expected):
+    """URLs, e-mail and IP/MAC addresses, usernames and wallets hold no whitespace: an entity of one of those types
+    that runs over a space is decoded again with its I- label forbidden on the tokens after the space."""
+    offsets = [(text.index(token), text.index(token) + len(token)) for token in tokens]
+    assert _checked_tokens(text, offsets, tags, runner_up, labels=UNBROKEN_LABELS) == expected
