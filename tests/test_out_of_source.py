@@ -195,50 +195,30 @@ def test_halves_rescore_each_whole_report_on_both_halves_of_its_documents_from_i
     assert not list(tmp_path.glob("development_*")) and not list(tmp_path.glob("report_*"))
 
 
-def test_halves_score_the_baselines_of_the_whole_report_on_each_half(tmp_path):
+@pytest.mark.parametrize("saved", [False, True])
+def test_halves_score_the_baselines_of_the_whole_report_on_each_half(tmp_path, saved):
     """The figures quoted are the report half's: the baselines the whole corpus was compared with are scored on
-    the same half's rows, in the same run (they were missing from both halves)."""
+    the same half's rows, in the same run. Where the whole run kept a baseline's predictions beside the model's
+    (`--save-predictions`), the halves score those instead of running it again (once per corpus, not three times)."""
     rows = [{"id": f"t{i}", "group": f"doc{i}", "source": "presidio", "text": f"Card 4111 1111 1111 1111, call {i}.",
              "spans": [{"start": 5, "end": 24, "label": "CREDIT_CARD"}]} for i in range(8)]
     gold = tmp_path / "gold.jsonl"
     gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "_predictions").mkdir()
-    (tmp_path / "_predictions" / "whole_variant_0_presidio.jsonl").write_text(
-        "".join(json.dumps({"id": r["id"], "spans": []}) + "\n" for r in rows))
-    whole = {"overall": {"f1": 0.0}, "compare": {"regex": {"overall": {"f1": 1.0}}},
+    nothing = "".join(json.dumps({"id": r["id"], "spans": []}) + "\n" for r in rows)
+    (tmp_path / "_predictions" / "whole_variant_0_presidio.jsonl").write_text(nothing)
+    if saved:  # what the regex "found" on the whole corpus: here nothing, where running it finds every card
+        (tmp_path / "_predictions" / "whole_variant_0_presidio.regex.jsonl").write_text(nothing)
+    whole = {"overall": {"f1": 0.0}, "compare": {"regex": {"overall": {"f1": 0.0 if saved else 1.0}}},
              "meta": {"source": "presidio", "split": "train,validation,test", "n_texts": 8}}
     (tmp_path / "whole_variant_0_presidio.json").write_text(json.dumps(whole))
     main(["halves", str(tmp_path), "--data", str(gold)])
     for half in ("development", "report"):
         scored = json.loads((tmp_path / f"{half}_variant_0_presidio.json").read_text())
-        assert scored["meta"]["n_texts"] == 4 and scored["overall"]["tp"] == 0
-        assert scored["compare"]["regex"]["overall"]["tp"] == 4  # the regex finds each half's four cards
+        assert scored["meta"]["n_texts"] == 4 and scored["overall"]["tp"] == 0 and set(scored["compare"]) == {"regex"}
+        assert scored["compare"]["regex"]["overall"]["tp"] == (0 if saved else 4)  # each half's four cards
     with pytest.raises(SystemExit):  # a baseline that is not one: named before anything is scored
         main(["halves", str(tmp_path), "--data", str(gold), "--compare", "spacy"])
-
-
-def test_halves_read_the_baselines_predictions_the_whole_run_saved_instead_of_running_them_again(tmp_path):
-    """A whole run keeps its baselines' predictions beside the model's (`--save-predictions`); its halves score
-    those, so Presidio and the rest run once per corpus, not three times."""
-    rows = [{"id": f"t{i}", "group": f"doc{i}", "source": "presidio", "text": f"Card 4111 1111 1111 1111, call {i}.",
-             "spans": [{"start": 5, "end": 24, "label": "CREDIT_CARD"}]} for i in range(8)]
-    gold = tmp_path / "gold.jsonl"
-    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "_predictions").mkdir()
-    found = [{"id": r["id"], "spans": r["spans"] if i % 2 else []} for i, r in enumerate(rows)]
-    (tmp_path / "_predictions" / "whole_variant_0_presidio.jsonl").write_text(
-        "".join(json.dumps(r) + "\n" for r in found))
-    # the baseline's saved predictions: what it found on the whole corpus (here none, where running it finds all)
-    (tmp_path / "_predictions" / "whole_variant_0_presidio.regex.jsonl").write_text(
-        "".join(json.dumps({"id": r["id"], "spans": []}) + "\n" for r in rows))
-    whole = {"overall": {"f1": 0.5}, "compare": {"regex": {"overall": {"f1": 0.0}}},
-             "meta": {"source": "presidio", "split": "train,validation,test", "n_texts": 8}}
-    (tmp_path / "whole_variant_0_presidio.json").write_text(json.dumps(whole))
-    main(["halves", str(tmp_path), "--data", str(gold)])
-    for half in ("development", "report"):
-        scored = json.loads((tmp_path / f"{half}_variant_0_presidio.json").read_text())
-        assert scored["meta"]["n_texts"] == 4 and set(scored["compare"]) == {"regex"}
-        assert scored["compare"]["regex"]["overall"]["tp"] == 0  # read, not run again
 
 
 def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_one(tmp_path, capsys):
