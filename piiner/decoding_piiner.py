@@ -215,6 +215,11 @@ def lower_case_ends(text, entity, capitalised_types=()):
     return ends if ends and _in_cased_paragraph(text, entity["start"]) else []
 
 
+def _tokens_over(pairs, ranges):
+    """The tokens (with characters) of offset `pairs` that overlap any `(start, end)` of `ranges`."""
+    return [i for i, (s, e) in enumerate(pairs) if e > s and any(s < end and e > start for start, end in ranges)]
+
+
 def _forbidden(text, pairs, entity, id2label, capitalised_types):
     """`(tokens, label ids)` the window's next decode must not give, for an entity that cannot stand as it is; None
     for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
@@ -222,7 +227,7 @@ def _forbidden(text, pairs, entity, id2label, capitalised_types):
     (`lower_case_ends`): every label of its type on those words' tokens."""
     kind = entity["type"]
     if kind in UNBROKEN_TYPES and any(c.isspace() for c in entity["word"]):
-        inside = [i for i, (s, e) in enumerate(pairs) if e > s and s < entity["end"] and e > entity["start"]]
+        inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
         # whitespace between the previous token and this one, or opening it (SentencePiece tokens hold their space)
         tokens = [i for before, i in zip(inside, inside[1:])
                   if any(c.isspace() for c in text[pairs[before][1]:pairs[i][0] + 1])]
@@ -231,8 +236,7 @@ def _forbidden(text, pairs, entity, id2label, capitalised_types):
                else lower_case_ends(text, entity, capitalised_types))
     if not outside:
         return None
-    tokens = [i for i, (s, e) in enumerate(pairs) if e > s and any(s < end and e > start for start, end in outside)]
-    return tokens, [int(i) for i, label in id2label.items() if split_label(label)[1] == kind]
+    return _tokens_over(pairs, outside), [int(i) for i, label in id2label.items() if split_label(label)[1] == kind]
 
 
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
