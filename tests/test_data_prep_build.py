@@ -80,6 +80,12 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["build", "--sources", "synthetic,unknown_corpus", "--out", str(tmp_path / "z")])
     assert "unknown source(s) unknown_corpus" in capsys.readouterr().err
+    # two folders for one source: one of them would be ignored without a word
+    with pytest.raises(SystemExit):
+        main(["build", "--sources", "wnut17", "--out", str(tmp_path / "w"), "--from-dir", f"wnut17={FIXTURES}/wnut17",
+              "--from-dir", f"wnut17={FIXTURES}/wnut17"])
+    assert "--from-dir names wnut17 twice" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
 
 
 def test_a_copy_with_a_rejected_span_never_wins_deduplication(tmp_path):

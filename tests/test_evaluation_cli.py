@@ -107,6 +107,15 @@ def test_compare_scores_baselines_on_the_same_rows(tmp_path, gold_file):
         _run("--predictions", gold_file, "--data", gold_file, "--compare", "spacy")
 
 
+@pytest.mark.parametrize("compare", ["regex,regex", "old={0},old={0}"])
+def test_a_name_given_to_two_compared_systems_is_refused(gold_file, compare, capsys):
+    """The report keeps one score per compared name, so a second system under the same name would replace the first
+    without a word: refused, naming it."""
+    with pytest.raises(SystemExit) as exited:
+        _run("--predictions", gold_file, "--data", gold_file, "--compare", compare.format(gold_file))
+    assert exited.value.code == 2 and "twice" in capsys.readouterr().err
+
+
 def test_a_compared_baselines_saved_predictions_score_again_under_its_name_without_running_it(tmp_path, gold_file):
     """With --save-predictions, each compared baseline's predictions go beside the model's; a later run on other rows
     compares with them under the baseline's name (NAME=FILE) and gets the figures running it would give."""

@@ -130,7 +130,10 @@ def test_reports_added_later_join_the_training_card(tmp_path, config, capsys):
         main([str(tmp_path), "--report", "no-equals-sign"])
     # a mistyped report or model folder: one line naming it, and the card as it was
     for argv, named in (([str(tmp_path), "--report", f"x={tmp_path / 'eval_presidoi.json'}"], "eval_presidoi.json"),
-                        ([str(tmp_path / "runs"), "--report", f"x={tmp_path / 'eval_presidio.json'}"], "runs has no")):
+                        ([str(tmp_path / "runs"), "--report", f"x={tmp_path / 'eval_presidio.json'}"], "runs has no"),
+                        # one name for two reports would keep the second only
+                        ([str(tmp_path), "--report", f"x={tmp_path / 'eval_presidio.json'}", "--report",
+                          f"x={tmp_path / 'eval_presidio.json'}"], "names 'x' twice")):
         with pytest.raises(SystemExit) as exited:
             main(argv)
         assert exited.value.code == 2 and named in capsys.readouterr().err

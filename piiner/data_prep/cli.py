@@ -39,6 +39,10 @@ def main(argv=None):
         parser().error(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(KNOWN_SOURCES)}")
     if args.synthetic_per_type < 0:
         parser().error("--synthetic-per-type must be >= 0")
+    named = [name for name, _ in args.from_dir]
+    twice = sorted({name for name in named if named.count(name) > 1})
+    if twice:  # one folder per source is read: the other would be ignored without a word
+        parser().error(f"--from-dir names {', '.join(twice)} twice: give each source one PATH")
     import datasets
 
     datasets.disable_progress_bars()  # the summary at the end says what was written

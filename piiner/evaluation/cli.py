@@ -79,9 +79,18 @@ def parse_args(argv=None):
                if b.strip() and b.strip() not in BASELINES and not b.strip().endswith(".jsonl")]
     if unknown:
         p.error(f"--compare: unknown baselines {unknown}; choose from {sorted(BASELINES)} or give a .jsonl file")
+    names = [_compared_name(b.strip()) for b in (args.compare or "").split(",") if b.strip()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:  # the report keeps one score per name: a second system under it would replace the first unseen
+        p.error(f"--compare names {', '.join(twice)} twice: give each compared system its own name (NAME=FILE.jsonl)")
     if args.resamples < 100:
         p.error("--resamples must be >= 100")
     return args
+
+
+def _compared_name(item):
+    """The name a --compare item is reported under: NAME in NAME=FILE.jsonl, else the item itself."""
+    return item.partition("=")[0] if "=" in item else item
 
 
 def _parse_types(spec):
@@ -216,7 +225,7 @@ def evaluate(args, command=None):
         # Baselines (or another run's predictions) on exactly the same rows, gold and type restriction.
         report["compare"] = {}
         for item in compare:
-            name, _, path = item.partition("=") if "=" in item else (item, "", item)
+            name, path = _compared_name(item), item.partition("=")[2] or item
             if path.endswith(".jsonl"):
                 pred_b, timing = _read_predictions(path, rows, split_rows, label_map, dropped)[1], {}
             else:

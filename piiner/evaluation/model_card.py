@@ -469,6 +469,8 @@ def main(argv=None):
         name, sep, report_path = item.rpartition("=")
         if not sep or not name:
             parser.error(f"--report takes NAME=REPORT.json, got {item!r}")
+        if name in reports:  # the card holds one report per name: the second would silently replace the first
+            parser.error(f"--report names {name!r} twice ({reports[name]} and {report_path}): give each report its own name")
         reports[name] = report_path
     # What the card is rendered from, and every report, checked before anything is rewritten.
     if not has_card_inputs(args.model_dir):
