@@ -164,9 +164,11 @@ def _is_ip_address(word):
 
 
 # What an entity of these types must be, whatever its layout: an address Python can parse, nine digits, a card's
-# 12 to 19 digits that pass Luhn. An entity that is not cannot be of its type ("745.25.1139" as IP_ADDRESS).
+# 12 to 19 digits that pass Luhn, an "@" in an e-mail address. An entity that is not cannot be of its type
+# ("745.25.1139" as IP_ADDRESS, "podiobooks.com" as EMAIL).
 TYPE_CHECKS = {
     "IP_ADDRESS": _is_ip_address,
+    "EMAIL": lambda word: "@" in word,
     "SSN": lambda word: len(_digits(word)) == 9,
     "CREDIT_CARD": lambda word: 12 <= len(_digits(word)) <= 19 and luhn_valid(word),
 }

@@ -465,6 +465,18 @@ def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, e
     assert _checked_middle_token(text, offsets, CHECKED_LABELS, (1, 3, 5)) == [(number, expected)]
 
 
+@pytest.mark.parametrize("word, expected", [
+    ("podiobooks.com", "URL"),  # a domain alone is no e-mail address: the type the model ranks next
+    ("bob@podiobooks.com", "EMAIL"),
+])
+def test_an_email_address_needs_an_at_sign(word, expected):
+    labels = {0: "O", 1: "B-EMAIL", 2: "I-EMAIL", 3: "B-URL", 4: "I-URL", 5: "B-PHONE", 6: "I-PHONE"}
+    text = f"at {word} now"
+    offsets = [(0, 2), (3, 3 + len(word)), (4 + len(word), 7 + len(word))]
+    # e-mail first, URL second, phone third
+    assert _checked_middle_token(text, offsets, labels, (1, 3, 5)) == [(word, expected)]
+
+
 CASED_LABELS = {0: "O", 1: "B-ORGANIZATION", 2: "I-ORGANIZATION", 3: "B-LOCATION", 4: "I-LOCATION"}
 
 
