@@ -75,11 +75,11 @@ def parse_args(argv=None):
         p.error("--limit must be >= 1")
     if args.batch_size < 1:
         p.error("--batch-size must be >= 1")
-    unknown = [b for b in (args.compare or "").split(",")
-               if b.strip() and b.strip() not in BASELINES and not b.strip().endswith(".jsonl")]
+    items = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
+    unknown = [b for b in items if b not in BASELINES and not b.endswith(".jsonl")]
     if unknown:
         p.error(f"--compare: unknown baselines {unknown}; choose from {sorted(BASELINES)} or give a .jsonl file")
-    names = [_compared_name(b.strip()) for b in (args.compare or "").split(",") if b.strip()]
+    names = [_compared_name(b) for b in items]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:  # the report keeps one score per name: a second system under it would replace the first unseen
         p.error(f"--compare names {', '.join(twice)} twice: give each compared system its own name (NAME=FILE.jsonl)")
@@ -90,7 +90,7 @@ def parse_args(argv=None):
 
 def _compared_name(item):
     """The name a --compare item is reported under: NAME in NAME=FILE.jsonl, else the item itself."""
-    return item.partition("=")[0] if "=" in item else item
+    return item.partition("=")[0]
 
 
 def _parse_types(spec):
