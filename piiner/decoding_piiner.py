@@ -164,11 +164,13 @@ def _is_ip_address(word):
 
 
 # What an entity of these types must be, whatever its layout: an address Python can parse, nine digits, a card's
-# 12 to 19 digits that pass Luhn, an "@" in an e-mail address. An entity that is not cannot be of its type
-# ("745.25.1139" as IP_ADDRESS, "podiobooks.com" as EMAIL).
+# 12 to 19 digits that pass Luhn, an "@" in an e-mail address, a digit in a street address (its number, unit,
+# box or postcode). An entity that is not cannot be of its type ("745.25.1139" as IP_ADDRESS, "podiobooks.com" as
+# EMAIL, "the southern city of Tyre" as STREET_ADDRESS).
 TYPE_CHECKS = {
     "IP_ADDRESS": _is_ip_address,
     "EMAIL": lambda word: "@" in word,
+    "STREET_ADDRESS": lambda word: any(c.isdigit() for c in word),
     "SSN": lambda word: len(_digits(word)) == 9,
     "CREDIT_CARD": lambda word: 12 <= len(_digits(word)) <= 19 and luhn_valid(word),
 }

@@ -477,6 +477,19 @@ def test_an_email_address_needs_an_at_sign(word, expected):
     assert _checked_middle_token(text, offsets, labels, (1, 3, 5)) == [(word, expected)]
 
 
+@pytest.mark.parametrize("words, expected", [
+    ("miramar florida", "LOCATION"),  # a place without a number, unit, box or postcode: the type ranked next
+    ("12 Oak Street", "STREET_ADDRESS"),
+    ("PO Box 8144", "STREET_ADDRESS"),
+])
+def test_a_street_address_needs_a_digit(words, expected):
+    labels = {0: "O", 1: "B-STREET_ADDRESS", 2: "I-STREET_ADDRESS", 3: "B-LOCATION", 4: "I-LOCATION"}
+    text = f"in {words} now"
+    offsets = [(0, 2), (3, 3 + len(words)), (4 + len(words), 7 + len(words))]
+    # street address first, place second, nothing third
+    assert _checked_middle_token(text, offsets, labels, (1, 3, 0)) == [(words, expected)]
+
+
 CASED_LABELS = {0: "O", 1: "B-ORGANIZATION", 2: "I-ORGANIZATION", 3: "B-LOCATION", 4: "I-LOCATION"}
 
 
