@@ -84,7 +84,7 @@ def test_cli_errors_name_the_problem(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["build", "--sources", "wnut17", "--out", str(tmp_path / "w"), "--from-dir", f"wnut17={FIXTURES}/wnut17",
               "--from-dir", f"wnut17={FIXTURES}/wnut17"])
-    assert "--from-dir names wnut17 twice" in capsys.readouterr().err
+    assert "--from-dir names 'wnut17' twice" in capsys.readouterr().err
     assert not (tmp_path / "w").exists()
 
 

@@ -346,10 +346,22 @@ def test_predictions_with_a_different_text_are_rejected(tmp_path, gold_file):
         _run("--predictions", _write_jsonl(tmp_path / "p.jsonl", preds), "--data", gold_file)
 
 
-def test_parse_label_map_forms():
-    assert parse_label_map("PER=PERSON, corporation=ORGANIZATION,product=O") == {
-        "PER": "PERSON", "corporation": "ORGANIZATION", "product": None}
+def test_parse_label_map_forms(tmp_path):
+    assert parse_label_map("PER=PERSON, corporation=ORGANIZATION,product=O,misc=") == {
+        "PER": "PERSON", "corporation": "ORGANIZATION", "product": None, "misc": None}
     assert parse_label_map(None) == {}
+    path = tmp_path / "map.json"
+    path.write_text('{"PER": "PERSON", "product": "O"}')
+    assert parse_label_map(str(path)) == {"PER": "PERSON", "product": None}
+
+
+@pytest.mark.parametrize("text", ['{"PER": "PERSON", "PER": "LOCATION"}', "PER=PERSON,PER=LOCATION"])
+def test_a_label_map_that_maps_one_type_twice_is_refused(tmp_path, text):
+    """A dict keeps the last of two targets for one source type: the first would be dropped without a word."""
+    path = tmp_path / "map.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match="'PER' twice"):
+        parse_label_map(str(path) if text.startswith("{") else text)
 
 
 def _found(text):

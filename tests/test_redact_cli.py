@@ -88,7 +88,10 @@ def test_filters_and_bad_flags(tmp_path, capsys):
     _, out, err = run([str(path), "--types", "EMAIL"], capsys)
     assert out[0]["redacted_text"] == "[EMAIL] 123-45-6789\n" and "type_not_selected 1" in err
     for argv, message in [(["--types", "NOPE"], "unknown PII type"), (["--key-env", "PIINER_UNSET_VAR_X"], "unset"),
-                          (["--threshold", "2"], "TIER=SCORE"), (["missing.txt"], "not found")]:
+                          (["--threshold", "2"], "TIER=SCORE"), (["--threshold", "2=x"], "TIER=SCORE"),
+                          # two scores for one tier: one would be ignored without a word
+                          (["--threshold", "2=0.5", "--threshold", "2=0.7"], "--threshold names '2' twice"),
+                          (["missing.txt"], "not found")]:
         with pytest.raises(SystemExit) as exit_info:
             cli.main(["--detector", "regex", str(path)] + argv if argv[0] != "missing.txt"
                      else ["--detector", "regex", str(tmp_path / "missing.txt")])

@@ -259,9 +259,11 @@ def test_joining_one_record_at_a_time_changes_nothing_and_is_seeded():
         DataArguments(join_texts=0)
 
 
-@pytest.mark.parametrize("text", ["presidio", "presidio=0", "=2", "presidio=two"])
-def test_a_malformed_source_repeats_entry_is_an_error_naming_it(text):
-    with pytest.raises(ValueError, match="source_repeats entry"):
+@pytest.mark.parametrize("text, named", [("presidio", "'presidio'"), ("presidio=0", "'presidio=0'"), ("=2", "'=2'"),
+                                         ("presidio=two", "'presidio=two'"),
+                                         ("presidio=3,presidio=2", "names 'presidio' twice")])
+def test_a_malformed_source_repeats_entry_is_an_error_naming_it(text, named):
+    with pytest.raises(ValueError, match=f"source_repeats .*{named}"):
         DataArguments(dataset="d", source_repeats=text)
 
 

@@ -3,17 +3,11 @@
 import argparse
 import sys
 
+from ..options import name_value_pairs
 from .build import DEFAULT_SOURCES, DEFAULT_SYNTHETIC_PER_TYPE, GENERATED, build
 from .sources import SOURCES, SourceUnavailable
 
 KNOWN_SOURCES = (*GENERATED, *SOURCES)
-
-
-def _from_dir(value):
-    name, sep, path = value.partition("=")
-    if not sep or not name or not path:
-        raise argparse.ArgumentTypeError(f"expected SOURCE=PATH, got {value!r}")
-    return name.strip(), path
 
 
 def parser():
@@ -23,7 +17,7 @@ def parser():
     b.add_argument("--sources", default=",".join(DEFAULT_SOURCES),
                    help=f"comma-separated, from: {', '.join(KNOWN_SOURCES)} (default: %(default)s)")
     b.add_argument("--out", required=True, help="output folder (save_to_disk DatasetDict, audit.md/png/json, test_<source>.jsonl)")
-    b.add_argument("--from-dir", action="append", type=_from_dir, default=[], metavar="SOURCE=PATH",
+    b.add_argument("--from-dir", action="append", default=[], metavar="SOURCE=PATH",
                    help="read SOURCE from a local .jsonl/.json/.parquet/.arrow file or folder instead of the Hub")
     b.add_argument("--synthetic-per-type", type=int, default=DEFAULT_SYNTHETIC_PER_TYPE,
                    help="synthetic records whose main subject is each of the 41 types (default: %(default)s)")
@@ -39,15 +33,15 @@ def main(argv=None):
         parser().error(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(KNOWN_SOURCES)}")
     if args.synthetic_per_type < 0:
         parser().error("--synthetic-per-type must be >= 0")
-    named = [name for name, _ in args.from_dir]
-    twice = sorted({name for name in named if named.count(name) > 1})
-    if twice:  # one folder per source is read: the other would be ignored without a word
-        parser().error(f"--from-dir names {', '.join(twice)} twice: give each source one PATH")
+    try:
+        from_dirs = name_value_pairs(args.from_dir, "--from-dir", "SOURCE=PATH")
+    except ValueError as error:
+        parser().error(str(error))
     import datasets
 
     datasets.disable_progress_bars()  # the summary at the end says what was written
     try:
-        build(args.out, sources=sources, from_dirs=dict(args.from_dir), synthetic_per_type=args.synthetic_per_type,
+        build(args.out, sources=sources, from_dirs=from_dirs, synthetic_per_type=args.synthetic_per_type,
               seed=args.seed)
     except (SourceUnavailable, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -20,6 +20,7 @@ import os
 import sys
 import tempfile
 
+from ..options import name_value_pairs
 from .redact import MODES, Redactor
 from .streaming import FORMATS, StreamFailure, redact_stream
 
@@ -69,15 +70,16 @@ def build_parser():
 
 
 def parse_thresholds(items, parser):
+    try:
+        pairs = name_value_pairs(items, "--threshold", "TIER=SCORE such as 2=0.5")
+    except ValueError as error:
+        parser.error(str(error))
     thresholds = {}
-    for item in items:
-        tier, sep, score = item.partition("=")
+    for tier, score in pairs.items():
         try:
             thresholds[int(tier)] = float(score)
         except ValueError:
-            parser.error(f"--threshold expects TIER=SCORE such as 2=0.5, got {item!r}")
-        if not sep:
-            parser.error(f"--threshold expects TIER=SCORE such as 2=0.5, got {item!r}")
+            parser.error(f"--threshold takes TIER=SCORE such as 2=0.5, got {tier}={score}")
     return thresholds
 
 

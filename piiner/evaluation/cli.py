@@ -35,6 +35,7 @@ from piiner.evaluation.data import (
 from piiner.evaluation.metrics import bootstrap_f1, relaxed_matches, set_aside_unjudged, span_metrics, unscored_spans
 from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
+from piiner.options import name_value_pairs
 from piiner.pii_schema import TIER_OF
 from piiner.snapshot import check_model_path, load_pipeline
 
@@ -75,22 +76,24 @@ def parse_args(argv=None):
         p.error("--limit must be >= 1")
     if args.batch_size < 1:
         p.error("--batch-size must be >= 1")
-    items = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
-    unknown = [b for b in items if b not in BASELINES and not b.endswith(".jsonl")]
+    try:  # the report keeps one score per name: a second system under it would replace the first unseen
+        compared = _compared(args.compare)
+    except ValueError as error:
+        p.error(str(error))
+    unknown = [b for b in compared.values() if b not in BASELINES and not b.endswith(".jsonl")]
     if unknown:
         p.error(f"--compare: unknown baselines {unknown}; choose from {sorted(BASELINES)} or give a .jsonl file")
-    names = [_compared_name(b) for b in items]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:  # the report keeps one score per name: a second system under it would replace the first unseen
-        p.error(f"--compare names {', '.join(twice)} twice: give each compared system its own name (NAME=FILE.jsonl)")
     if args.resamples < 100:
         p.error("--resamples must be >= 100")
     return args
 
 
-def _compared_name(item):
-    """The name a --compare item is reported under: NAME in NAME=FILE.jsonl, else the item itself."""
-    return item.partition("=")[0]
+def _compared(spec):
+    """``{name: baseline or FILE.jsonl}`` of ``--compare``: NAME=FILE.jsonl, or a baseline or file under its own
+    name."""
+    items = [item.strip() for item in (spec or "").split(",") if item.strip()]
+    return name_value_pairs([item if "=" in item else f"{item}={item}" for item in items], "--compare",
+                            "NAME=FILE.jsonl")
 
 
 def _parse_types(spec):
@@ -195,7 +198,7 @@ def evaluate(args, command=None):
         check_model_path(args.model)  # before reading the data: a typo should not cost a dataset load
     types = _parse_types(args.types)
     label_map = parse_label_map(args.label_map)
-    compare = [b.strip() for b in (args.compare or "").split(",") if b.strip()]
+    compare = _compared(args.compare)
     split_rows = load_split(args.data, split=args.split)
     rows = select_rows(split_rows, source=args.source, limit=args.limit, half=args.half)
     texts = [r["text"] for r in rows]
@@ -224,12 +227,11 @@ def evaluate(args, command=None):
     if compare:
         # Baselines (or another run's predictions) on exactly the same rows, gold and type restriction.
         report["compare"] = {}
-        for item in compare:
-            name, path = _compared_name(item), item.partition("=")[2] or item
-            if path.endswith(".jsonl"):
-                pred_b, timing = _read_predictions(path, rows, split_rows, label_map, dropped)[1], {}
+        for name, what in compare.items():
+            if what.endswith(".jsonl"):
+                pred_b, timing = _read_predictions(what, rows, split_rows, label_map, dropped)[1], {}
             else:
-                raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=name), texts)
+                raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=what), texts)
                 if args.save_predictions:
                     write_predictions(compared_predictions(args.save_predictions, name), rows, raw_b)
                 pred_b = _as_tuples(raw_b)
@@ -250,7 +252,7 @@ def evaluate(args, command=None):
         "baseline": args.baseline,
         "predictions": args.predictions,
         "backstop": args.backstop,
-        "compare": compare or None,
+        "compare": [name if name == what else f"{name}={what}" for name, what in compare.items()] or None,
         "data": args.data,
         "split": args.split,
         "source": args.source,

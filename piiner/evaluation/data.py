@@ -14,6 +14,7 @@ import os
 from collections import Counter
 
 from piiner.data_prep.records import ANNOTATION_FIELDS, annotation_problem
+from piiner.options import comma_pairs, load_json_object
 from piiner.pii_schema import TIER_OF
 
 # Label-map targets that mean "not PII for us": the span is dropped (and counted).
@@ -29,19 +30,13 @@ def parse_label_map(spec):
     if not spec:
         return {}
     if os.path.isfile(spec):
-        with open(spec, encoding="utf-8") as f:
-            mapping = json.load(f)
+        mapping = load_json_object(spec, "label map")
         if not isinstance(mapping, dict):
             raise ValueError(f"label map file {spec} must hold a JSON object {{source_type: piiner_type}}")
     elif spec.endswith(".json"):
         raise FileNotFoundError(f"label map file not found: {spec}")
     else:
-        mapping = {}
-        for item in spec.split(","):
-            source, sep, target = item.partition("=")
-            if not sep or not source.strip():
-                raise ValueError(f"label map entry {item!r} is not SOURCE=TARGET (in {spec!r})")
-            mapping[source.strip()] = target.strip()
+        mapping = comma_pairs(spec, "label map", "SOURCE=TARGET", allow_empty=True)
     bad = {k: v for k, v in mapping.items() if not isinstance(v, str) or (v not in TIER_OF and v not in DROP_TARGETS)}
     if bad:
         raise ValueError(f"label map targets must be piiner types (or O to drop): {bad}")

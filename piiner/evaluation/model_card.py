@@ -18,6 +18,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from piiner.configuration_piiner import MIN_TRANSFORMERS
 from piiner.data_prep.sources import SOURCES
+from piiner.options import name_value_pairs
 from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS, TIER_TYPES
 
 from .report import interval_text, overall_table, tier_table, type_table
@@ -464,14 +465,10 @@ def main(argv=None):
     parser.add_argument("--system", help="what produced these reports when it is not this model, e.g. 'same recipe, "
                         "trained without this source' (shown in the tables, kept out of the model-index)")
     args = parser.parse_args(argv)
-    reports = {}
-    for item in args.report:
-        name, sep, report_path = item.rpartition("=")
-        if not sep or not name:
-            parser.error(f"--report takes NAME=REPORT.json, got {item!r}")
-        if name in reports:  # the card holds one report per name: the second would silently replace the first
-            parser.error(f"--report names {name!r} twice ({reports[name]} and {report_path}): give each report its own name")
-        reports[name] = report_path
+    try:  # the card holds one report per name: a second under it would replace the first
+        reports = name_value_pairs(args.report, "--report", "NAME=REPORT.json", split_at_last=True)
+    except ValueError as error:
+        parser.error(str(error))
     # What the card is rendered from, and every report, checked before anything is rewritten.
     if not has_card_inputs(args.model_dir):
         parser.error(f"{args.model_dir} has no {CARD_INPUTS_FILE}: not a model folder whose card this version wrote")

