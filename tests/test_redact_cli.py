@@ -91,6 +91,7 @@ def test_filters_and_bad_flags(tmp_path, capsys):
                           (["--threshold", "2"], "TIER=SCORE"), (["--threshold", "2=x"], "TIER=SCORE"),
                           # two scores for one tier: one would be ignored without a word
                           (["--threshold", "2=0.5", "--threshold", "2=0.7"], "--threshold names '2' twice"),
+                          (["--threshold", "2=0.5", "--threshold", "02=0.7"], "--threshold names tier 2 twice"),
                           (["missing.txt"], "not found")]:
         with pytest.raises(SystemExit) as exit_info:
             cli.main(["--detector", "regex", str(path)] + argv if argv[0] != "missing.txt"

@@ -77,9 +77,12 @@ def parse_thresholds(items, parser):
     thresholds = {}
     for tier, score in pairs.items():
         try:
-            thresholds[int(tier)] = float(score)
+            tier_number, value = int(tier), float(score)
         except ValueError:
             parser.error(f"--threshold takes TIER=SCORE such as 2=0.5, got {tier}={score}")
+        if tier_number in thresholds:  # "2" and "02" are one tier
+            parser.error(f"--threshold names tier {tier_number} twice: give it one score")
+        thresholds[tier_number] = value
     return thresholds
 
 
