@@ -170,7 +170,7 @@ def _is_ip_address(word):
 TYPE_CHECKS = {
     "IP_ADDRESS": _is_ip_address,
     "EMAIL": lambda word: "@" in word,
-    "STREET_ADDRESS": lambda word: any(c.isdigit() for c in word),
+    "STREET_ADDRESS": lambda word: bool(_digits(word)),
     "SSN": lambda word: len(_digits(word)) == 9,
     "CREDIT_CARD": lambda word: 12 <= len(_digits(word)) <= 19 and luhn_valid(word),
 }
