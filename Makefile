@@ -38,9 +38,9 @@ quickstart: install
 		--out runs/quickstart/eval_test.json --save-predictions runs/quickstart/pred_test.jsonl
 	$(BIN)/piiner-demo --model runs/quickstart
 
-# The reference model (README "Results"): every offline source, about 2 hours of training on 2 CPU cores (about
-# twice that at a slow machine's pace), then each source's held-out test split scored against Presidio, Rampart and
-# the regex baseline in the same run, into the model card.
+# The reference model (README "Results"): every offline source, 4,000 steps (under 2 hours in all on the slowest
+# 2-core machine seen), then each source's held-out test split scored against Presidio, Rampart and the regex
+# baseline in the same run, into the model card.
 REF := runs/reference
 reference: baselines
 	$(BIN)/piiner-data build --sources $(ALL_SOURCES) --synthetic-per-type 600 --out data/reference
