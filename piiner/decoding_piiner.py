@@ -176,6 +176,11 @@ TYPE_CHECKS = {
 }
 
 
+# Types written in digits and separators only: a token holding a letter lies outside an entity of one ("exp" of a
+# card run on into "exp 09/27", whose 19 digits may pass Luhn by chance; a field label "SSN" before the number).
+DIGIT_TYPES = frozenset({"SSN", "CREDIT_CARD"})
+
+
 # Types whose entities never hold whitespace: one that runs over a space ("http://t.co/x MileyCyrus" as one URL) ends
 # before it, the word after the space getting whatever the model ranks next there.
 UNBROKEN_TYPES = frozenset({"URL", "EMAIL", "IP_ADDRESS", "USERNAME", "MAC_ADDRESS", "CRYPTO_WALLET"})
@@ -227,34 +232,42 @@ def _tokens_over(pairs, ranges):
 def _forbidden(text, pairs, entity, id2label, capitalised_types):
     """`(tokens, label ids)` the window's next decode must not give, for an entity that cannot stand as it is; None
     for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
-    that fails its check (`fails_check`): every label of its type on all its tokens. A name ending in lower-case words
+    that holds a letter in a type of `DIGIT_TYPES`: every label of its type on the tokens holding one. One that fails
+    its check (`fails_check`): every label of its type on all its tokens. A name ending in lower-case words
     (`lower_case_ends`): every label of its type on those words' tokens."""
     kind = entity["type"]
+    inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
+    of_type = [int(i) for i, label in id2label.items() if split_label(label)[1] == kind]
     if kind in UNBROKEN_TYPES and any(c.isspace() for c in entity["word"]):
-        inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
         # whitespace between the previous token and this one, or opening it (SentencePiece tokens hold their space)
         tokens = [i for before, i in zip(inside, inside[1:])
                   if any(c.isspace() for c in text[pairs[before][1]:pairs[i][0] + 1])]
         return tokens, [int(i) for i, label in id2label.items() if label == f"I-{kind}"]
+    if kind in DIGIT_TYPES:
+        lettered = [i for i in inside if any(c.isalpha() for c in text[pairs[i][0]:pairs[i][1]])]
+        if lettered:
+            return lettered, of_type
     outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
                else lower_case_ends(text, entity, capitalised_types))
     if not outside:
         return None
-    return _tokens_over(pairs, outside), [int(i) for i, label in id2label.items() if split_label(label)[1] == kind]
+    return _tokens_over(pairs, outside), of_type
 
 
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
                    multiline_types=(), capitalised_types=()):
     """One window's tags and scores with no entity that fails its type's check (`fails_check`: `TYPE_CHECKS`, and
     a capital letter for `capitalised_types` in mixed-case text), or, for those types, ends in a word written in
-    lower case (`lower_case_ends`), or runs over whitespace in a type that never holds any (`UNBROKEN_TYPES`).
+    lower case (`lower_case_ends`), or runs over whitespace in a type that never holds any (`UNBROKEN_TYPES`), or
+    holds a letter in a type written in digits (`DIGIT_TYPES`).
 
     Where the window's best CRF path holds such an entity, labels of its type are forbidden (`_forbidden`: on its
     tokens; on the tokens of its lower-case end words only, for the second kind; its I- label after the space, for
-    the third) and the window is decoded again (the same Viterbi, `viterbi_cpu`; the marginals once, at the end):
-    the best path among those that do not type those tokens so. "745.25.1139" tagged IP_ADDRESS becomes what the
-    model ranks next there (an SSN, say); "Weehawken docks" tagged LOCATION becomes "Weehawken"; "http://t.co/x
-    MileyCyrus" as one URL ends at the space. That next path is checked in turn, and so on until every entity
+    the third; on the tokens holding a letter, for the fourth) and the window is decoded again (the same Viterbi,
+    `viterbi_cpu`; the marginals once, at the end): the best path among those that do not type those tokens so.
+    "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there (an SSN, say); "Weehawken docks" tagged
+    LOCATION becomes "Weehawken"; "http://t.co/x MileyCyrus" as one URL ends at the space; a card run on into
+    "exp 09/27" ends before "exp". That next path is checked in turn, and so on until every entity
     passes: each round forbids a label the path held, and `O` is never forbidden, so the rounds end, at worst with
     the span untagged. The window is unchanged, and nothing is decoded again, when every entity passes. Scores
     after a decode again are the marginals of the constrained chain: how sure the model is of the span given that it
@@ -270,7 +283,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     """
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
-    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES
+    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | DIGIT_TYPES
     if not any(_label_of(tag_id, id2label)[1] in checked for tag_id in tagged):  # nothing to check
         return tag_ids, tag_scores
     emissions = np.array(emissions, dtype=np.float32)
@@ -326,4 +339,4 @@ def filter_results(results, min_score=None, ignore_labels=frozenset()):
 
 
 __all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "fails_check", "lower_case_ends",
-           "TYPE_CHECKS", "UNBROKEN_TYPES", "result_filters", "filter_results"]
+           "TYPE_CHECKS", "UNBROKEN_TYPES", "DIGIT_TYPES", "result_filters", "filter_results"]

@@ -623,3 +623,22 @@ def test_urls_emails_and_usernames_never_run_over_a_space(text, tokens, tags, ru
     that runs over a space is decoded again with its I- label forbidden on the tokens after the space."""
     offsets = [(text.index(token), text.index(token) + len(token)) for token in tokens]
     assert _checked_tokens(text, offsets, tags, runner_up, labels=UNBROKEN_LABELS) == expected
+
+
+DIGIT_LABELS = {0: "O", 1: "B-CREDIT_CARD", 2: "I-CREDIT_CARD", 3: "B-SSN", 4: "I-SSN", 5: "B-DATE", 6: "I-DATE"}
+
+
+@pytest.mark.parametrize("text, tags, runner_up, expected", [
+    # a card run on into its expiry, the 19 digits passing Luhn by chance: the card ends before "exp", the expiry
+    # takes its next label
+    ("Card 3782-822463-10005 exp 09/27", (0, 1, 2, 2), (1, 3, 0, 5),
+     [("3782-822463-10005", "CREDIT_CARD"), ("09/27", "DATE")]),
+    # a field label swallowed by an SSN is given back
+    ("SSN 078-05-1120 ok", (3, 4, 0), (0, 3, 1), [("078-05-1120", "SSN")]),
+    # a card in groups holds no letter and stands as it is
+    ("Card 4111 1111 1111 1111 now", (0, 1, 2, 2, 2, 0), (1, 0, 0, 0, 0, 1), [("4111 1111 1111 1111", "CREDIT_CARD")]),
+])
+def test_a_card_number_or_ssn_holds_no_letter(text, tags, runner_up, expected):
+    """A card number and an SSN are digits and separators: a token with a letter in an entity of either type is
+    decoded again without the type, even where the digits around it pass the type's checksum."""
+    assert _checked_words(text, tags, runner_up, labels=DIGIT_LABELS) == expected
