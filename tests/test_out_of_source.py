@@ -107,6 +107,11 @@ def test_ablation_table_has_a_row_per_variant_run(tmp_path, capsys):
     assert lines[0] == "| variant | btc | gum |"
     assert lines[2].endswith("| 0.610 | 0.550 |") and lines[2].startswith("| piiner (char CNN + gate + CRF")
     assert lines[3] == "| no char CNN | 0.520 | - |" and len(lines) == 4
+    # every document of a held-out source (whole_*), read apart from its test split
+    (tmp_path / "whole_variant_0_btc.json").write_text(json.dumps(_report(0.64, 2396)))
+    main(["ablation-table", str(tmp_path), "--scored", "whole"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| variant | btc |" and lines[2].endswith("| 0.640 |") and len(lines) == 3
 
 
 def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp_path, monkeypatch, capsys):

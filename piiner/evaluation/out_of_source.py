@@ -315,12 +315,12 @@ def unscored_table(args):
 
 
 def ablation_table(args):
-    """Markdown: one row per variant that has run, the F1 of each source it was scored on; with runs of several
-    training seeds, their mean and range."""
+    """Markdown: one row per variant that has run, the F1 of each source it was scored on (`args.scored`: its test
+    split, every document, or one half); with runs of several training seeds, their mean and range."""
     rows, sources = [], []
     for index, variant in enumerate(VARIANTS):
         scores = {}
-        for source, report in _reports(args.folder, f"eval_variant_{index}_", seeds=True):
+        for source, report in _reports(args.folder, f"{args.scored}_variant_{index}_", seeds=True):
             scores.setdefault(source, []).append(_f1(report))
         if scores:
             rows.append((variant, scores))
@@ -383,6 +383,9 @@ def parser():
                    f"{', '.join(BASELINES)}; default: those each whole report was compared with)")
     a = sub.add_parser("ablation-table", help="print an ablation folder's F1 per variant and source as markdown")
     a.add_argument("folder")
+    a.add_argument("--scored", default="eval", choices=["eval", "whole", "development", "report"],
+                   help="the reports read: eval (test splits, the default), whole (every document of a held-out "
+                        "source), or one half of them (development, report)")
     t.add_argument("--label", default="piiner out of source F1", help="heading of the reports' F1 column")
     t.add_argument("--prefix", default="eval_", help="report files <prefix><source>.json (an ablation's variant 0: "
                    "eval_variant_0_)")
