@@ -229,6 +229,10 @@ def _tokens_over(pairs, ranges):
     return [i for i, (s, e) in enumerate(pairs) if e > s and any(s < end and e > start for start, end in ranges)]
 
 
+def _labels_of_type(id2label, kind):
+    return [int(i) for i, label in id2label.items() if split_label(label)[1] == kind]
+
+
 def _forbidden(text, pairs, entity, id2label, capitalised_types):
     """`(tokens, label ids)` the window's next decode must not give, for an entity that cannot stand as it is; None
     for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
@@ -236,22 +240,22 @@ def _forbidden(text, pairs, entity, id2label, capitalised_types):
     its check (`fails_check`): every label of its type on all its tokens. A name ending in lower-case words
     (`lower_case_ends`): every label of its type on those words' tokens."""
     kind = entity["type"]
-    inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
-    of_type = [int(i) for i, label in id2label.items() if split_label(label)[1] == kind]
     if kind in UNBROKEN_TYPES and any(c.isspace() for c in entity["word"]):
+        inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
         # whitespace between the previous token and this one, or opening it (SentencePiece tokens hold their space)
         tokens = [i for before, i in zip(inside, inside[1:])
                   if any(c.isspace() for c in text[pairs[before][1]:pairs[i][0] + 1])]
         return tokens, [int(i) for i, label in id2label.items() if label == f"I-{kind}"]
-    if kind in DIGIT_TYPES:
-        lettered = [i for i in inside if any(c.isalpha() for c in text[pairs[i][0]:pairs[i][1]])]
+    if kind in DIGIT_TYPES and any(c.isalpha() for c in entity["word"]):
+        lettered = [i for i in _tokens_over(pairs, [(entity["start"], entity["end"])])
+                    if any(c.isalpha() for c in text[pairs[i][0]:pairs[i][1]])]
         if lettered:
-            return lettered, of_type
+            return lettered, _labels_of_type(id2label, kind)
     outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
                else lower_case_ends(text, entity, capitalised_types))
     if not outside:
         return None
-    return _tokens_over(pairs, outside), of_type
+    return _tokens_over(pairs, outside), _labels_of_type(id2label, kind)
 
 
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
