@@ -90,12 +90,20 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
 
     def __call__(self, inputs, **kwargs):
         """Find PII in one text (returns a list of dicts) or in many: a list, tuple or NumPy array of texts and any
-        sized sequence (a `datasets` column) give a list of lists; a torch `Dataset` (`KeyDataset`), a generator or
-        any other iterator stream, as in the stock pipeline, and give an iterator of lists."""
+        sized sequence (a `datasets` column) give a list of lists, in input order, the texts run shortest first so
+        that each batch holds texts of similar length; a torch `Dataset` (`KeyDataset`), a generator or any other
+        iterator stream, as in the stock pipeline, and give an iterator of lists."""
         inputs = _as_pipeline_input(inputs)
-        if isinstance(inputs, list) and not inputs:
+        if not isinstance(inputs, list):
+            return super().__call__(inputs, **kwargs)
+        if not inputs:
             return []
-        return super().__call__(inputs, **kwargs)
+        # Texts of similar length share a batch (a batch is padded to its longest window); answers in input order.
+        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+        results = [None] * len(inputs)
+        for i, found in zip(order, super().__call__([inputs[i] for i in order], **kwargs)):
+            results[i] = found
+        return results
 
     def preprocess(self, text, max_length=None, stride=None):
         if not isinstance(text, str):

@@ -161,6 +161,19 @@ def test_list_input_is_batched_and_equals_one_by_one(model):
         assert all(text[e["start"]:e["end"]] == e["word"] for e in result)
 
 
+def test_texts_of_similar_length_share_a_batch_and_answers_keep_input_order(rule_pipeline):
+    """A batch is padded to its longest window: a list of long and short texts in turn is run shortest first, so
+    no short text is padded to a long one's length, and each answer still comes back at its text's place."""
+    pipe, calls = rule_pipeline
+    long_text, short_text = "me and John Smith " * 8, "John"
+    texts = [long_text, short_text, long_text + "John", short_text + " Smith"]
+    one_by_one = [spans(pipe(t)) for t in texts]
+    calls.clear()
+    assert [spans(r) for r in pipe(texts, batch_size=2)] == one_by_one
+    widths = sorted(shape[1] for shape in calls)
+    assert len(calls) == 2 and widths[0] < 6 < widths[1], calls  # the two short texts together, then the two long
+
+
 def test_a_paragraph_is_tagged_as_it_is_alone_whatever_stands_before_it(model):
     """Text the model never saw beside a paragraph (the message before it in a thread) does not change what is found
     in it: each paragraph is encoded on its own."""
