@@ -194,6 +194,17 @@ def same_entities(got, expected, tolerance=1e-5):
     return spans(got) == spans(expected) and scores(got) == pytest.approx(scores(expected), abs=tolerance)
 
 
+def test_onnx_list_runs_shortest_first_and_answers_in_input_order(exported, monkeypatch):
+    """As the pipeline does: texts of similar length are encoded together (a batch is padded to its longest)."""
+    _, _, _, onnx_dir = exported
+    finder = OnnxPiiNer(onnx_dir)
+    alone = [entity_keys(finder(text)) for text in TEXTS]
+    batches, find = [], finder._find
+    monkeypatch.setattr(finder, "_find", lambda texts, *args: batches.append(texts) or find(texts, *args))
+    assert [entity_keys(e) for e in finder(TEXTS, batch_size=2)] == alone
+    assert [text for batch in batches for text in batch] == sorted(TEXTS, key=len)
+
+
 def test_int8_graph_runs_one_unpadded_window_per_call_so_batching_cannot_change_entities(exported):
     _, _, _, onnx_dir = exported
     quantize_int8(onnx_dir)

@@ -147,8 +147,8 @@ class OnnxPiiNer:
     def __call__(self, texts, batch_size: int = 32, max_length: int | None = None, stride: int | None = None,
                  min_score=None, ignore_labels=None):
         """
-        Find PII in one text (returns a list of entity dicts) or in a list of texts (returns a list of lists),
-        the pipeline's `aggregation_strategy="simple"` output.
+        Find PII in one text (returns a list of entity dicts) or in a list of texts (returns a list of lists, in
+        input order; the texts run shortest first), the pipeline's `aggregation_strategy="simple"` output.
 
         Args:
             batch_size: texts encoded together, and windows per call of a float graph.
@@ -160,11 +160,15 @@ class OnnxPiiNer:
         texts = [texts] if single else list(texts)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        results = []
+        # Shortest first, as the pipeline runs a list: texts of similar length share a batch. Answers in input order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        results = [None] * len(texts)
         with torch_single_threaded():
             for first in range(0, len(texts), batch_size):
-                found = self._find(texts[first : first + batch_size], batch_size, max_length, stride)
-                results.extend(filter_results(entities, min_score, ignore_labels) for entities in found)
+                batch = order[first : first + batch_size]
+                found = self._find([texts[i] for i in batch], batch_size, max_length, stride)
+                for i, entities in zip(batch, found):
+                    results[i] = filter_results(entities, min_score, ignore_labels)
         return results[0] if single else results
 
     def _find(self, texts, batch_size, max_length, stride):
