@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from transformers.pipelines.base import ChunkPipeline
 
-from .encoding_piiner import encode_texts
+from .encoding_piiner import encode_texts, length_order
 
 from .decoding_piiner import (
     checked_window, decode_entities, decode_tokens, filter_results, merge_windows, result_filters)
@@ -98,8 +98,8 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
             return super().__call__(inputs, **kwargs)
         if not inputs:
             return []
-        # Texts of similar length share a batch (a batch is padded to its longest window); answers in input order.
-        order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+        # Texts of similar length share a batch; answers in input order.
+        order = length_order(inputs)
         results = [None] * len(inputs)
         for i, found in zip(order, super().__call__([inputs[i] for i in order], **kwargs)):
             results[i] = found

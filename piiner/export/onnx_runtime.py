@@ -34,7 +34,7 @@ from piiner.export.onnx_export import (
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_numba import crf_decode_cpu
 from piiner.decoding_piiner import checked_window, decode_entities, filter_results, merge_windows, result_filters
-from piiner.encoding_piiner import encode_texts, trim_char_ids
+from piiner.encoding_piiner import encode_texts, length_order, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
 # slower here than the Add + LayerNormalization it replaces (`benchmarks/bench_onnx_session.py` times both).
@@ -160,8 +160,8 @@ class OnnxPiiNer:
         texts = [texts] if single else list(texts)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        # Shortest first, as the pipeline runs a list: texts of similar length share a batch. Answers in input order.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        # Shortest first, as the pipeline runs a list (`length_order`). Answers in input order.
+        order = length_order(texts)
         results = [None] * len(texts)
         with torch_single_threaded():
             for first in range(0, len(texts), batch_size):
