@@ -13,7 +13,7 @@ import torch
 from .checksums import luhn_valid
 from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
-from .pii_schema import split_label
+from .pii_schema import label_ids_of_types, split_label
 
 
 def merge_windows(windows):
@@ -229,11 +229,7 @@ def _tokens_over(pairs, ranges):
     return [i for i, (s, e) in enumerate(pairs) if e > s and any(s < end and e > start for start, end in ranges)]
 
 
-def _labels_of_type(id2label, kind):
-    return [int(i) for i, label in id2label.items() if split_label(label)[1] == kind]
-
-
-def _forbidden(text, pairs, entity, id2label, capitalised_types):
+def _forbidden(text, pairs, entity, label2id, capitalised_types):
     """`(tokens, label ids)` the window's next decode must not give, for an entity that cannot stand as it is; None
     for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
     that holds a letter in a type of `DIGIT_TYPES`: every label of its type on the tokens holding one. One that fails
@@ -245,17 +241,17 @@ def _forbidden(text, pairs, entity, id2label, capitalised_types):
         # whitespace between the previous token and this one, or opening it (SentencePiece tokens hold their space)
         tokens = [i for before, i in zip(inside, inside[1:])
                   if any(c.isspace() for c in text[pairs[before][1]:pairs[i][0] + 1])]
-        return tokens, [int(i) for i, label in id2label.items() if label == f"I-{kind}"]
+        return tokens, [i for label, i in label2id.items() if label == f"I-{kind}"]
     if kind in DIGIT_TYPES and any(c.isalpha() for c in entity["word"]):
         lettered = [i for i in _tokens_over(pairs, [(entity["start"], entity["end"])])
                     if any(c.isalpha() for c in text[pairs[i][0]:pairs[i][1]])]
         if lettered:
-            return lettered, _labels_of_type(id2label, kind)
+            return lettered, label_ids_of_types(label2id, [kind])
     outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
                else lower_case_ends(text, entity, capitalised_types))
     if not outside:
         return None
-    return _tokens_over(pairs, outside), _labels_of_type(id2label, kind)
+    return _tokens_over(pairs, outside), label_ids_of_types(label2id, [kind])
 
 
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
@@ -293,10 +289,11 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     emissions = np.array(emissions, dtype=np.float32)
     mask = np.asarray(crf_mask, dtype=bool)
     pairs = _as_offset_pairs(offsets)
+    label2id = {label: int(i) for i, label in id2label.items()}
     decoded = False
     while True:
         entities = decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, multiline_types)
-        forbidden = [f for f in (_forbidden(text, pairs, e, id2label, capitalised_types) for e in entities)
+        forbidden = [f for f in (_forbidden(text, pairs, e, label2id, capitalised_types) for e in entities)
                      if f and f[0]]
         if not forbidden:
             break
