@@ -78,7 +78,7 @@ out-of-source-ner: baselines
 # draw of `make out-of-source-draws DRAWS=4`, whose two full models it reuses), every document of the five NER
 # corpora scored, and formats and dense. About 40 min a model on 2 cores; needs data/reference from `make reference`.
 out-of-source-parts: baselines
-	$(NER_ABLATION) --variants 2,1,0 --train-seeds 42,43 --seed 4 --out runs/oos-draw4
+	$(NER_ABLATION) --variants 4,2,1,0 --train-seeds 42,43 --seed 4 --out runs/oos-draw4
 	$(PY) -m piiner.evaluation.out_of_source ablation-table runs/oos-draw4 --scored whole
 	$(PY) -m piiner.evaluation.out_of_source ablation-table runs/oos-draw4
 
