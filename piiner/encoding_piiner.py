@@ -345,5 +345,5 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
     return encoding
 
 
-__all__ = ["length_order", "encode_char", "token_char_ids", "pad_char_ids", "trim_char_ids", "default_max_length", "paragraphs",
-           "encode_texts"]
+__all__ = ["length_order", "encode_char", "token_char_ids", "pad_char_ids", "trim_char_ids", "default_max_length",
+           "paragraphs", "encode_texts"]
