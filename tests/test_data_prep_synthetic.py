@@ -303,3 +303,17 @@ def test_training_posts_carry_unlabelled_hashtags_and_other_languages():
     foreign = [r for r in records if unlabelled(r, r"[\u0370-\u03ff\u0400-\u04ff\u0600-\u06ff\u3040-\u30ff]{2,}")]
     assert len(tagged) >= 10 and len(foreign) >= 5
     assert any(r["spans"] for r in tagged)  # beside real entities, not only in texts with none
+
+
+def test_training_puts_identifiers_before_another_field_on_their_line_and_ends_them_at_its_label():
+    # An ID card or a record header: "DL# <id> CLASS D ISS <date>". A model that never saw an identifier followed by
+    # another field's label runs it on over the label and the value ("<id> EXP <date>" as one licence number).
+    records = [clean_record(r, Audit()) for r in SyntheticGenerator(seed=3).records(60) if r["split"] == "train"]
+    found = set()
+    for r in records:
+        spans = sorted(r["spans"], key=lambda s: s["start"])
+        for span, following in zip(spans, spans[1:]):
+            between = r["text"][span["end"]:following["start"]]
+            if re.fullmatch(r"(?: [A-Z][A-Za-z.#]*){1,4} ", between):
+                found.add(span["label"])
+    assert {"DRIVERS_LICENSE", "PASSPORT_NUMBER", "MEDICAL_RECORD", "IBAN"} <= found

@@ -741,6 +741,25 @@ MORE_TRAINING = {
     "STREET_ADDRESS": ["ADDRESS: <STREET_ADDRESS>\nPHONE: <PHONE>", "shipping to <STREET_ADDRESS> this time"],
     "EMAIL": ["EMAIL: <EMAIL>", "pls email <EMAIL> not my work one"],
 }
+# Identity documents, record headers and forms, which put several fields on one line: an identifier ends where the
+# next field's label begins ("CLASS D", "Issued", "DOB", "BIC"), whatever that label's letters and case.
+FIELD_LINES = {
+    "DRIVERS_LICENSE": ["DL# <DRIVERS_LICENSE> CLASS D ISS <DATE> SEX F",
+                        "License no. <DRIVERS_LICENSE> Class C Issued <DATE> DOB <DATE_OF_BIRTH>"],
+    "PASSPORT_NUMBER": ["Passport No <PASSPORT_NUMBER> Issued <DATE> Nationality <NATIONALITY>",
+                        "PASSPORT NO. <PASSPORT_NUMBER> DATE OF ISSUE <DATE> PLACE OF ISSUE <LOCATION>"],
+    "TAX_ID": ["TIN <TAX_ID> Form W-9 Filed <DATE>"],
+    "STUDENT_ID": ["STUDENT NO <STUDENT_ID> GRADE 11 VALID UNTIL <DATE>"],
+    "EMPLOYEE_ID": ["Emp ID <EMPLOYEE_ID> Dept <neg:code> Hired <DATE>"],
+    "INSURANCE_NUMBER": ["Member ID <INSURANCE_NUMBER> Group <neg:code> Eff <DATE>"],
+    "MEDICAL_RECORD": ["MRN <MEDICAL_RECORD> DOB <DATE_OF_BIRTH> ADM <DATE> <neg:clinical>"],
+    "ACCOUNT_NUMBER": ["Acct <ACCOUNT_NUMBER> Stmt date <DATE> Amount due <neg:amount>"],
+    "VEHICLE_ID": ["VIN <VEHICLE_ID> BODY SEDAN PLATE <LICENSE_PLATE>"],
+    "BANK_ACCOUNT": ["ACCT NO <BANK_ACCOUNT> OPENED <DATE> BAL <neg:amount>"],
+    "IBAN": ["IBAN <IBAN> BIC <SWIFT_CODE> Ref <neg:order>"],
+}
+for _type, _extra in FIELD_LINES.items():
+    MORE_TRAINING[_type] = MORE_TRAINING.get(_type, []) + _extra
 for _type, _extra in MORE_TRAINING.items():
     TEMPLATES[_type][-2:-2] = _extra
 
