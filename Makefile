@@ -59,7 +59,8 @@ NER_SETS := btc,wikigold,sec_filings,uner_ewt,gum
 OOS := runs/oos-ner
 # The ablation without the five NER corpora, as every target below runs it.
 NER_ABLATION := $(PY) -m piiner.evaluation.out_of_source ablation --held-out $(NER_SETS) \
-	--also formats,dense,synthetic,presidio --sources $(ALL_SOURCES) --config configs/out-of-source.yaml --data data/reference
+	--also formats,dense,synthetic,presidio --sources $(ALL_SOURCES) --config configs/out-of-source.yaml \
+	--data data/reference
 out-of-source-ner: baselines
 	$(NER_ABLATION) --out $(OOS)
 	$(NER_ABLATION) --variants 0,2 --train-seeds 42,43 --out $(OOS)
