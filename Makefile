@@ -77,8 +77,8 @@ out-of-source-ner: baselines
 # What the char CNN, the gate and partial annotation earn under today's recipe (docs/results.md): the full model, the
 # one without a gate, the one without a char CNN and the one reading unlabelled types as O, each trained with two
 # seeds on the third draw of the generated corpus (--seed 4; the draw of `make out-of-source-draws DRAWS=4`, whose two
-# full models it reuses), every document of the five NER corpora scored, and formats and dense. About 40 min a model
-# on 2 cores; needs data/reference from `make reference`.
+# full models it reuses), every document of the five NER corpora scored, and formats, dense, synthetic and presidio
+# (NER_ABLATION's --also). About 40 min a model on 2 cores; needs data/reference from `make reference`.
 out-of-source-parts: baselines
 	$(NER_ABLATION) --variants 4,2,1,0 --train-seeds 42,43 --seed 4 --out runs/oos-draw4
 	$(PY) -m piiner.evaluation.out_of_source ablation-table runs/oos-draw4 --scored whole

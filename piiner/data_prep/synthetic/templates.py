@@ -758,10 +758,9 @@ FIELD_LINES = {
     "BANK_ACCOUNT": ["ACCT NO <BANK_ACCOUNT> OPENED <DATE> BAL <neg:amount>"],
     "IBAN": ["IBAN <IBAN> BIC <SWIFT_CODE> Ref <neg:order>"],
 }
-for _type, _extra in FIELD_LINES.items():
-    MORE_TRAINING[_type] = MORE_TRAINING.get(_type, []) + _extra
-for _type, _extra in MORE_TRAINING.items():
-    TEMPLATES[_type][-2:-2] = _extra
+for _added in (MORE_TRAINING, FIELD_LINES):
+    for _type, _extra in _added.items():
+        TEMPLATES[_type][-2:-2] = _extra
 
 NEGATIVE_TEMPLATES[-2:-2] = [
     "HPI: pt w/ SOB x2d, <neg:lab>, <neg:lab>. Transfer to <neg:clinical>, cont <neg:clinical>.",
