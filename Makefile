@@ -86,7 +86,7 @@ out-of-source-parts: baselines
 
 # The README's headline: the recipe trained without the five NER corpora on two draws of the generated corpus
 # (--seed 2 and 3), two training seeds each, every document scored and each half apart, the baselines on the same
-# rows; prints the report half's table (each source: mean and range of the four runs). 2 to 2.5 hours on 2 cores;
+# rows; prints the report half's table (each source: mean and range of the four runs). About 2 hours on 2 cores;
 # needs data/reference from `make reference`.
 DRAWS := 2 3
 out-of-source-draws: baselines
