@@ -1,0 +1,122 @@
+"""What one model emits and another does not, among the types a human-labelled corpus leaves unlabelled, judged by
+reading: the check on whether the spans a recipe change removes were over-redaction or real PII.
+
+The NER corpora label persons, places and organizations (GUM also dates); every other span a model finds there is
+unscored, and no F1 says whether it was right. `draw` compares two models' saved predictions on the same documents
+(`_predictions/whole_<name>_<source>.jsonl` of `python -m piiner.evaluation.out_of_source ablation`), collects the
+unscored spans that the first has and the second has not ("removed": no span of the same type overlaps it) and the
+reverse ("added"), and writes a random sample of each, shuffled into one numbered list without its side, for a
+reader to judge blind; `count` reads the judged file and prints each side's share judged right, with a Wilson 95%
+interval, and the same by type.
+
+    python benchmarks/judge_unscored.py draw runs/oos-draw2 variant_0 variant_4 --out JUDGE [--removed 100 --added 40]
+    (write R or W after each number of JUDGE/list.txt into the verdict column of JUDGE/judged.tsv)
+    python benchmarks/judge_unscored.py count JUDGE/judged.tsv
+
+A span is right when it is an instance of its type as the schema's public sources label it (a calendar date, a
+demonym, a religion, a person's age, a party or political view, a medical condition, a crime or conviction, a pay
+figure, a gender word for a person, a URL, a handle), its boundaries roughly right; wrong otherwise.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import random
+from collections import Counter, defaultdict
+
+SOURCES = ("btc", "gum", "sec_filings", "uner_ewt", "wikigold")
+SCORED = {"PERSON", "LOCATION", "ORGANIZATION"}
+COLUMNS = ("number", "side", "source", "id", "start", "end", "type", "verdict")
+
+
+def _predictions(folder, name, source):
+    with open(os.path.join(folder, "_predictions", f"whole_{name}_{source}.jsonl")) as f:
+        return {row["id"]: row for row in map(json.loads, f)}
+
+
+def only_in(first, second, scored):
+    """The spans of `first`'s rows of a type not in `scored` that no span of the same type in `second` overlaps."""
+    out = []
+    for key, row in first.items():
+        others = second[key]["spans"]
+        for span in row["spans"]:
+            if span["label"] not in scored and not any(
+                    o["label"] == span["label"] and o["start"] < span["end"] and span["start"] < o["end"]
+                    for o in others):
+                out.append((row, span))
+    return out
+
+
+def draw(args):
+    removed, added = [], []
+    for source in SOURCES:
+        scored = SCORED | ({"DATE"} if source == "gum" else set())
+        a, b = _predictions(args.folder, args.first, source), _predictions(args.folder, args.second, source)
+        removed += [(source, row, span) for row, span in only_in(a, b, scored)]
+        added += [(source, row, span) for row, span in only_in(b, a, scored)]
+    rng = random.Random(args.seed)
+    items = ([("removed", x) for x in rng.sample(removed, args.removed)]
+             + [("added", x) for x in rng.sample(added, args.added)])
+    rng.shuffle(items)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "list.txt"), "w") as listing, \
+            open(os.path.join(args.out, "judged.tsv"), "w", newline="") as table:
+        writer = csv.writer(table, delimiter="\t")
+        writer.writerow(COLUMNS)
+        for number, (side, (source, row, span)) in enumerate(items):
+            text, start, end = row["text"], span["start"], span["end"]
+            shown = f"{text[max(0, start - 60):start]}[[{text[start:end]}]]{text[end:end + 60]}"
+            listing.write(f"{number:3d} {span['label']:22s} {shown!r}\n")
+            writer.writerow((number, side, source, row["id"], start, end, span["label"], ""))
+    print(f"removed {len(removed)}, added {len(added)}; sampled {args.removed} and {args.added} into {args.out}")
+
+
+def wilson(right, n, z=1.96):
+    """The Wilson score interval of a share `right / n`."""
+    share, denominator = right / n, 1 + z * z / n
+    centre = (share + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / denominator
+    return centre - half, centre + half
+
+
+def count(args):
+    with open(args.judged, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    unjudged = [r["number"] for r in rows if r["verdict"] not in ("R", "W")]
+    if unjudged:
+        raise SystemExit(f"{args.judged}: rows {', '.join(unjudged)} have no verdict (R or W)")
+    print("| side | judged | right | share | 95% interval |\n|---|---|---|---|---|")
+    for side in ("removed", "added"):
+        verdicts = [r["verdict"] for r in rows if r["side"] == side]
+        right = verdicts.count("R")
+        low, high = wilson(right, len(verdicts))
+        print(f"| {side} | {len(verdicts)} | {right} | {right / len(verdicts):.0%} | {low:.0%}-{high:.0%} |")
+    by_type = defaultdict(Counter)
+    for r in rows:
+        by_type[(r["side"], r["type"])][r["verdict"]] += 1
+    print("\n| side | type | right / judged |\n|---|---|---|")
+    for (side, kind), verdicts in sorted(by_type.items(), key=lambda item: (item[0][0], -sum(item[1].values()))):
+        print(f"| {side} | {kind} | {verdicts['R']} / {sum(verdicts.values())} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("draw", help="sample the spans one model has and the other has not, for a blind reading")
+    d.add_argument("folder", help="an ablation folder holding both models' _predictions")
+    d.add_argument("first", help="the model whose spans are 'removed' when the second lacks them (variant_0)")
+    d.add_argument("second", help="the model compared with it (variant_4)")
+    d.add_argument("--out", required=True)
+    d.add_argument("--removed", type=int, default=100)
+    d.add_argument("--added", type=int, default=40)
+    d.add_argument("--seed", type=int, default=31)
+    c = sub.add_parser("count", help="the share judged right on each side, and by type")
+    c.add_argument("judged")
+    args = parser.parse_args()
+    draw(args) if args.command == "draw" else count(args)
+
+
+if __name__ == "__main__":
+    main()
