@@ -1,14 +1,15 @@
 """What one model emits and another does not, among the types a human-labelled corpus leaves unlabelled, judged by
-reading: the check on whether the spans a recipe change removes were over-redaction or real PII.
+reading: how many of them are real PII, and whether the spans a recipe change removes were over-redaction.
 
 The NER corpora label persons, places and organizations (GUM also dates); every other span a model finds there is
-unscored, and no F1 says whether it was right. `draw` compares two models' saved predictions on the same documents
-(`_predictions/whole_<name>_<source>.jsonl` of `python -m piiner.evaluation.out_of_source ablation`), collects the
-unscored spans that the first has and the second has not ("removed": no span of the same type overlaps it) and the
-reverse ("added"), and writes a random sample of each, shuffled into one numbered list without its side, for a
-reader to judge blind; `count` reads the judged file and prints each side's share judged right, with a Wilson 95%
-interval, and the same by type.
+unscored, and no F1 says whether it was right. `draw` reads a model's saved predictions on every document
+(`_predictions/whole_<name>_<source>.jsonl` of `python -m piiner.evaluation.out_of_source ablation`) and writes a
+random sample of its unscored spans ("emitted") as a numbered list for a reader to judge. Given a second model, it
+samples instead the unscored spans that the first has and the second has not ("removed": no span of the same type
+overlaps it) and the reverse ("added"), shuffled into one list without their side, so that the reading is blind.
+`count` reads the judged file and prints each side's share judged right, with a Wilson 95% interval, and by type.
 
+    python benchmarks/judge_unscored.py draw runs/oos-draw2 variant_0 --out JUDGE [--emitted 150 --seed 32]
     python benchmarks/judge_unscored.py draw runs/oos-draw2 variant_0 variant_4 --out JUDGE [--removed 100 --added 40]
     (write R or W after each number of JUDGE/list.txt into the verdict column of JUDGE/judged.tsv)
     python benchmarks/judge_unscored.py count JUDGE/judged.tsv
@@ -53,13 +54,17 @@ def draw(args):
     removed, added = [], []
     for source in SOURCES:
         scored = SCORED | ({"DATE"} if source == "gum" else set())
-        a, b = _predictions(args.folder, args.first, source), _predictions(args.folder, args.second, source)
+        a = _predictions(args.folder, args.first, source)
+        b = _predictions(args.folder, args.second, source) if args.second else {key: {"spans": []} for key in a}
         removed += [(source, row, span) for row, span in only_in(a, b, scored)]
-        added += [(source, row, span) for row, span in only_in(b, a, scored)]
+        added += [(source, row, span) for row, span in only_in(b, a, scored)] if args.second else []
     rng = random.Random(args.seed)
-    items = ([("removed", x) for x in rng.sample(removed, args.removed)]
-             + [("added", x) for x in rng.sample(added, args.added)])
-    rng.shuffle(items)
+    if not args.second:
+        items = [("emitted", x) for x in rng.sample(removed, args.emitted)]
+    else:
+        items = ([("removed", x) for x in rng.sample(removed, args.removed)]
+                 + [("added", x) for x in rng.sample(added, args.added)])
+        rng.shuffle(items)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "list.txt"), "w") as listing, \
             open(os.path.join(args.out, "judged.tsv"), "w", newline="") as table:
@@ -70,7 +75,8 @@ def draw(args):
             shown = f"{text[max(0, start - 60):start]}[[{text[start:end]}]]{text[end:end + 60]}"
             listing.write(f"{number:3d} {span['label']:22s} {shown!r}\n")
             writer.writerow((number, side, source, row["id"], start, end, span["label"], ""))
-    print(f"removed {len(removed)}, added {len(added)}; sampled {args.removed} and {args.added} into {args.out}")
+    counts = (f"removed {len(removed)}, added {len(added)}" if args.second else f"unscored {len(removed)}")
+    print(f"{counts}; sampled {len(items)} into {args.out}")
 
 
 def wilson(right, n, z=1.96):
@@ -88,7 +94,7 @@ def count(args):
     if unjudged:
         raise SystemExit(f"{args.judged}: rows {', '.join(unjudged)} have no verdict (R or W)")
     print("| side | judged | right | share | 95% interval |\n|---|---|---|---|---|")
-    for side in ("removed", "added"):
+    for side in dict.fromkeys(r["side"] for r in rows):
         verdicts = [r["verdict"] for r in rows if r["side"] == side]
         right = verdicts.count("R")
         low, high = wilson(right, len(verdicts))
@@ -107,7 +113,9 @@ def main():
     d = sub.add_parser("draw", help="sample the spans one model has and the other has not, for a blind reading")
     d.add_argument("folder", help="an ablation folder holding both models' _predictions")
     d.add_argument("first", help="the model whose spans are 'removed' when the second lacks them (variant_0)")
-    d.add_argument("second", help="the model compared with it (variant_4)")
+    d.add_argument("second", nargs="?", help="a model compared with it (variant_4); without one, a sample of "
+                                              "every unscored span of the first")
+    d.add_argument("--emitted", type=int, default=150)
     d.add_argument("--out", required=True)
     d.add_argument("--removed", type=int, default=100)
     d.add_argument("--added", type=int, default=40)
