@@ -21,20 +21,22 @@ figure, a gender word for a person, a URL, a handle), its boundaries roughly rig
 
 import argparse
 import csv
-import json
 import math
 import os
 import random
 from collections import Counter, defaultdict
 
+from piiner.evaluation.data import read_jsonl
+from piiner.evaluation.out_of_source import SCORED_TYPES, saved_predictions
+
 SOURCES = ("btc", "gum", "sec_filings", "uner_ewt", "wikigold")
-SCORED = {"PERSON", "LOCATION", "ORGANIZATION"}
 COLUMNS = ("number", "side", "source", "id", "start", "end", "type", "verdict")
 
 
 def _predictions(folder, name, source):
-    with open(os.path.join(folder, "_predictions", f"whole_{name}_{source}.jsonl")) as f:
-        return {row["id"]: row for row in map(json.loads, f)}
+    """A model's saved predictions on every document of `source` (`whole_<name>_<source>.json`'s), by row id."""
+    rows = read_jsonl(saved_predictions(os.path.join(folder, f"whole_{name}_{source}.json")))
+    return {row["id"]: row for row in rows}
 
 
 def only_in(first, second, scored):
@@ -53,7 +55,7 @@ def only_in(first, second, scored):
 def draw(args):
     removed, added = [], []
     for source in SOURCES:
-        scored = SCORED | ({"DATE"} if source == "gum" else set())
+        scored = SCORED_TYPES[source]
         a = _predictions(args.folder, args.first, source)
         b = _predictions(args.folder, args.second, source) if args.second else {key: {"spans": []} for key in a}
         removed += [(source, row, span) for row, span in only_in(a, b, scored)]
@@ -110,7 +112,7 @@ def count(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("draw", help="sample the spans one model has and the other has not, for a blind reading")
+    d = sub.add_parser("draw", help="sample a model's unscored spans, or those one model has and another has not")
     d.add_argument("folder", help="an ablation folder holding both models' _predictions")
     d.add_argument("first", help="the model whose spans are 'removed' when the second lacks them (variant_0)")
     d.add_argument("second", nargs="?", help="a model compared with it (variant_4); without one, a sample of "
