@@ -1,13 +1,16 @@
 """What one model emits and another does not, among the types a human-labelled corpus leaves unlabelled, judged by
 reading: how many of them are real PII, and whether the spans a recipe change removes were over-redaction.
 
-The NER corpora label persons, places and organizations (GUM also dates); every other span a model finds there is
-unscored, and no F1 says whether it was right. `draw` reads a model's saved predictions on every document
+The NER corpora label persons, places and organizations (GUM also dates; BTC also handles and links, by pattern);
+every other span a model finds there is unscored, as the reports count it (`metrics.judged_types`), and no F1 says
+whether it was right. `draw` reads a model's saved predictions on every document
 (`_predictions/whole_<name>_<source>.jsonl` of `python -m piiner.evaluation.out_of_source ablation`) and writes a
 random sample of its unscored spans ("emitted") as a numbered list for a reader to judge. Given a second model, it
 samples instead the unscored spans that the first has and the second has not ("removed": no span of the same type
 overlaps it) and the reverse ("added"), shuffled into one list without their side, so that the reading is blind.
-`count` reads the judged file and prints each side's share judged right, with a Wilson 95% interval, and by type.
+`count` reads the judged file and prints each side's share judged right, with a Wilson 95% interval, and by type,
+leaving out (and counting) any verdict on a span its text's gold labels after all. Both read the gold corpus
+(`--data`, data/reference by default, as the ablations score it).
 
     python benchmarks/judge_unscored.py draw runs/oos-draw2 variant_0 --out JUDGE [--emitted 150 --seed 32]
     python benchmarks/judge_unscored.py draw runs/oos-draw2 variant_0 variant_4 --out JUDGE [--removed 100 --added 40]
@@ -26,8 +29,9 @@ import os
 import random
 from collections import Counter, defaultdict
 
-from piiner.evaluation.data import read_jsonl
-from piiner.evaluation.out_of_source import SCORED_TYPES, saved_predictions
+from piiner.evaluation.data import load_gold, read_jsonl
+from piiner.evaluation.metrics import judged_types
+from piiner.evaluation.out_of_source import SCORED_TYPES, WHOLE, saved_predictions
 
 SOURCES = ("btc", "gum", "sec_filings", "uner_ewt", "wikigold")
 COLUMNS = ("number", "side", "source", "id", "start", "end", "type", "verdict")
@@ -39,13 +43,20 @@ def _predictions(folder, name, source):
     return {row["id"]: row for row in rows}
 
 
-def only_in(first, second, scored):
-    """The spans of `first`'s rows of a type not in `scored` that no span of the same type in `second` overlaps."""
+def _judged(data, source):
+    """Row id -> the types the gold of that text of `source` judges (its scored and its labelled types)."""
+    return {row["id"]: judged_types(SCORED_TYPES[source], row.get("labelled_types"))
+            for row in load_gold(data, WHOLE, source)}
+
+
+def only_in(first, second, judged):
+    """The spans of `first`'s rows of a type their text's gold does not judge (`judged`, by row id) that no span of
+    the same type in `second` overlaps."""
     out = []
     for key, row in first.items():
         others = second[key]["spans"]
         for span in row["spans"]:
-            if span["label"] not in scored and not any(
+            if span["label"] not in judged[key] and not any(
                     o["label"] == span["label"] and o["start"] < span["end"] and span["start"] < o["end"]
                     for o in others):
                 out.append((row, span))
@@ -55,11 +66,11 @@ def only_in(first, second, scored):
 def draw(args):
     removed, added = [], []
     for source in SOURCES:
-        scored = SCORED_TYPES[source]
+        judged = _judged(args.data, source)
         a = _predictions(args.folder, args.first, source)
         b = _predictions(args.folder, args.second, source) if args.second else {key: {"spans": []} for key in a}
-        removed += [(source, row, span) for row, span in only_in(a, b, scored)]
-        added += [(source, row, span) for row, span in only_in(b, a, scored)] if args.second else []
+        removed += [(source, row, span) for row, span in only_in(a, b, judged)]
+        added += [(source, row, span) for row, span in only_in(b, a, judged)] if args.second else []
     rng = random.Random(args.seed)
     if not args.second:
         items = [("emitted", x) for x in rng.sample(removed, args.emitted)]
@@ -95,6 +106,12 @@ def count(args):
     unjudged = [r["number"] for r in rows if r["verdict"] not in ("R", "W")]
     if unjudged:
         raise SystemExit(f"{args.judged}: rows {', '.join(unjudged)} have no verdict (R or W)")
+    judged = {source: _judged(args.data, source) for source in dict.fromkeys(r["source"] for r in rows)}
+    scored = [r for r in rows if r["type"] in judged[r["source"]][r["id"]]]
+    if scored:
+        print(f"left out: {len(scored)} verdicts on spans their text's gold labels "
+              f"({', '.join(f'{t} {n}' for t, n in Counter(r['type'] for r in scored).most_common())})\n")
+        rows = [r for r in rows if r not in scored]
     print("| side | judged | right | share | 95% interval |\n|---|---|---|---|---|")
     for side in dict.fromkeys(r["side"] for r in rows):
         verdicts = [r["verdict"] for r in rows if r["side"] == side]
@@ -124,6 +141,8 @@ def main():
     d.add_argument("--seed", type=int, default=31)
     c = sub.add_parser("count", help="the share judged right on each side, and by type")
     c.add_argument("judged")
+    for p in (d, c):
+        p.add_argument("--data", default="data/reference", help="the gold corpus the predictions were scored on")
     args = parser.parse_args()
     draw(args) if args.command == "draw" else count(args)
 

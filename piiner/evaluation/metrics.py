@@ -231,6 +231,12 @@ def relaxed_matches(gold, pred, types=None):
     return {scheme: {f: getattr(overall[scheme], f) for f in RELAXED_FIELDS} for scheme in RELAXED_SCHEMES}
 
 
+def judged_types(types, labelled_types=None):
+    """The types a text's gold says yes or no to: those a score is restricted to, and those its annotation labels
+    (`labelled_types`: BTC labels handles, links and e-mail addresses); a span of any other type is unscored there."""
+    return set(types) | set(labelled_types or ())
+
+
 def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None, gold=None):
     """What a system emits that a score restricted to `types` cannot judge: a corpus labelled for persons, places
     and organizations says neither yes nor no to a date or a password predicted in it. A span counts when its type
@@ -250,7 +256,7 @@ def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None, 
     not_pii_spans = not_pii_spans or [None] * len(texts)
     scored, counts, on_not_pii, gold_inside = set(types), Counter(), 0, Counter()
     for i, (spans, labelled, not_pii) in enumerate(zip(pred, labelled_types, not_pii_spans)):
-        judged = scored | set(labelled or ())
+        judged = judged_types(scored, labelled)
         found = to_spans(spans, f"pred text {i}")
         unjudged = [span for span in found if span[2] not in judged]
         counts.update(span_type for _, _, span_type in unjudged)
@@ -271,4 +277,5 @@ def _most_first(counts):
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], _type_order(kv[0]))))
 
 
-__all__ = ["bootstrap_f1", "scores", "set_aside_unjudged", "span_metrics", "to_span", "to_spans", "unscored_spans"]
+__all__ = ["bootstrap_f1", "judged_types", "scores", "set_aside_unjudged", "span_metrics", "to_span", "to_spans",
+           "unscored_spans"]
