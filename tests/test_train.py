@@ -376,7 +376,8 @@ def test_recipe_configs_train_with_the_reference_loss(recipe, tmp_path):
     """The README's out-of-source figures and the quickstart stand for the recipe `make reference` trains: a config
     that drifts from it in how the loss reads partially labelled text (or names a type piiner lacks) fails here."""
     def loss_settings(name):
-        _, data, args = parse_args(["--config", os.path.join(REPO_ROOT, "configs", name), "--output_dir", str(tmp_path)])
+        config = os.path.join(REPO_ROOT, "configs", name)
+        _, data, args = parse_args(["--config", config, "--output_dir", str(tmp_path)])
         return (args.partial_annotation, args.absent_types, args.tier_weights, data.oversample_factor,
                 data.oversample_tiers)
 
