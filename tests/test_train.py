@@ -338,6 +338,19 @@ def test_join_texts_trains_on_joined_records_and_the_card_says_so(run_inputs, tm
         assert "1 to 4, joined by a blank line or a line break" in f.read()
 
 
+@pytest.mark.parametrize("flags, says", [
+    (["--absent_types", "SALARY,AGE"], "types a source does not label left open (read as absent: SALARY,AGE)"),
+    (["--partial_annotation", "false"], "types a source does not label read as O"),
+])
+def test_the_card_says_how_the_loss_read_partially_labelled_text(run_inputs, tmp_path, flags, says):
+    backbone, data = run_inputs
+    out = str(tmp_path / "run")
+    main(train_argv(backbone, data, out, "--test_split", "none", "--max_steps", "1", "--eval_strategy", "no",
+                    "--save_strategy", "no", *flags))
+    with open(os.path.join(out, "README.md"), encoding="utf-8") as f:
+        assert f"- partially labelled text: {says}\n" in f.read()
+
+
 def test_a_new_model_reads_line_breaks_unless_told_not_to(run_inputs):
     from piiner.train import build_model
     from piiner.training.args import ModelArguments

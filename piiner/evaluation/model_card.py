@@ -381,8 +381,15 @@ def write_model_card(output_dir, config, reports, commands=None, data_sources=()
 
 def training_card_inputs(trainer, data_args, train_records, n_oversampled, reports, command, base_model):
     """The card's inputs from a finished `piiner-train` run: its reports, the sources of its training records and a
-    summary of the run (records, steps, window, learning rates, loss weights, processes, seed, command)."""
+    summary of the run (records, steps, window, learning rates, loss weights and how the loss read partially
+    labelled text, processes, seed, command)."""
     args = trainer.args
+    if not args.partial_annotation:
+        partial = "types a source does not label read as O"
+    elif args.absent_types:
+        partial = f"types a source does not label left open (read as absent: {args.absent_types})"
+    else:
+        partial = "types a source does not label left open"
     summary = {
         "training records": f"{len(train_records):,}" + (
             f" ({n_oversampled:,} training texts repeated: tier {data_args.oversample_tiers} spans x{data_args.oversample_factor}"
@@ -398,6 +405,7 @@ def training_card_inputs(trainer, data_args, train_records, n_oversampled, repor
         "backbone AdamW eps": trainer.backbone_epsilon(trainer.model),
         "tier loss weights": args.tier_weight_schedule or args.tier_weights,
         "class weighting": args.class_weighting,
+        "partially labelled text": partial,
         "processes x batch per device": f"{args.world_size} x {args.per_device_train_batch_size}",
         "seed": args.seed,
         "command": f"`{command}`",
