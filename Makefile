@@ -66,9 +66,9 @@ out-of-source-ner: baselines
 	$(NER_ABLATION) --out $(OOS)
 	$(NER_ABLATION) --variants 0,2 --train-seeds 42,43 --out $(OOS)
 	$(PY) -m piiner.evaluation.model_card $(REF) --lead --system "same recipe, trained without the five NER corpora (2,000 steps)" \
-		$(foreach s,$(subst $(,), ,$(NER_SETS)),--report "$(s), out of source, report half=$(OOS)/report_variant_0_$(s).json") \
-		$(foreach s,$(subst $(,), ,$(NER_SETS)),--report "$(s), out of source, every document=$(OOS)/whole_variant_0_$(s).json") \
-		$(foreach s,$(subst $(,), ,$(NER_SETS)),--report "$(s), out of source=$(OOS)/eval_variant_0_$(s).json")
+		$(foreach s,$(NER_LIST),--report "$(s), out of source, report half=$(OOS)/report_variant_0_$(s).json") \
+		$(foreach s,$(NER_LIST),--report "$(s), out of source, every document=$(OOS)/whole_variant_0_$(s).json") \
+		$(foreach s,$(NER_LIST),--report "$(s), out of source=$(OOS)/eval_variant_0_$(s).json")
 	$(PY) -m piiner.evaluation.out_of_source table $(OOS) --prefix eval_variant_0_ --in-source $(REF)
 	$(PY) -m piiner.evaluation.out_of_source table $(OOS) --prefix whole_variant_0_ --label "piiner F1, every document"
 	$(PY) -m piiner.evaluation.out_of_source table $(OOS) --prefix report_variant_0_ --label "piiner F1, report half"
