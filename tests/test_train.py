@@ -395,5 +395,5 @@ def test_recipe_configs_train_with_the_reference_loss(recipe, tmp_path):
                 data.oversample_tiers)
 
     reference = loss_settings("reference-cpu.yaml")
-    assert reference[1] == "SALARY,CRIMINAL_RECORD,AGE,SWIFT_CODE"
+    assert reference[1] == "SALARY,CRIMINAL_RECORD,AGE,SWIFT_CODE,RELIGION"
     assert loss_settings(recipe) == reference
