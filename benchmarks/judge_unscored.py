@@ -107,11 +107,16 @@ def count(args):
     if unjudged:
         raise SystemExit(f"{args.judged}: rows {', '.join(unjudged)} have no verdict (R or W)")
     judged = {source: _judged(args.data, source) for source in dict.fromkeys(r["source"] for r in rows)}
-    scored = Counter(r["type"] for r in rows if r["type"] in judged[r["source"]][r["id"]])
+    scored, kept = Counter(), []
+    for r in rows:
+        if r["type"] in judged[r["source"]][r["id"]]:
+            scored[r["type"]] += 1
+        else:
+            kept.append(r)
     if scored:
         print(f"left out: {scored.total()} verdicts on spans their text's gold labels "
               f"({', '.join(f'{t} {n}' for t, n in scored.most_common())})\n")
-        rows = [r for r in rows if r["type"] not in judged[r["source"]][r["id"]]]
+    rows = kept
     print("| side | judged | right | share | 95% interval |\n|---|---|---|---|---|")
     for side in dict.fromkeys(r["side"] for r in rows):
         verdicts = [r["verdict"] for r in rows if r["side"] == side]
