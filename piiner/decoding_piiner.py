@@ -176,9 +176,19 @@ TYPE_CHECKS = {
 }
 
 
-# Types written in digits and separators only: a token holding a letter lies outside an entity of one ("exp" of a
-# card run on into "exp 09/27", whose 19 digits may pass Luhn by chance; a field label "SSN" before the number).
-DIGIT_TYPES = frozenset({"SSN", "CREDIT_CARD"})
+def _phone_word(word):
+    return any(c.isdigit() for c in word) or word.strip(".,:;()[]").lower() in {"ext", "x", "extn", "extension"}
+
+
+# Types written in digits and separators: a token holding a letter lies outside an entity of one ("exp" of a card run
+# on into "exp 09/27", whose 19 digits may pass Luhn by chance; a field label "SSN" before the number; the "or" between
+# two phone numbers), unless the type's test passes the whitespace-delimited word the token is in: a phone number
+# keeps an extension marker ("ext. 22", "x304") and letters written into its digits ("1-800-FLOWERS").
+DIGIT_TYPES = {
+    "SSN": lambda word: False,
+    "CREDIT_CARD": lambda word: False,
+    "PHONE": _phone_word,
+}
 
 
 # Types whose entities never hold whitespace: one that runs over a space ("http://t.co/x MileyCyrus" as one URL) ends
@@ -224,6 +234,19 @@ def lower_case_ends(text, entity, capitalised_types=()):
     return ends if ends and _in_cased_paragraph(text, entity["start"]) else []
 
 
+def _word_around(text, start, end):
+    """The whitespace-delimited word of `text` that holds the characters `start:end`."""
+    return re.search(r"\S*$", text[:start]).group() + text[start:end] + re.match(r"\S*", text[end:]).group()
+
+
+def _lettered(token, word, allowed):
+    """Whether a `token` of `word` lies outside an entity of a `DIGIT_TYPES` type whose test is `allowed`: it holds a
+    letter, or its word holds letters and no digit (the parentheses of "(H)"), and the type does not allow the word."""
+    if allowed(word) or not any(c.isalpha() for c in word):
+        return False
+    return any(c.isalpha() for c in token) or not any(c.isdigit() for c in word)
+
+
 def _tokens_over(pairs, ranges):
     """The tokens (with characters) of offset `pairs` that overlap any `(start, end)` of `ranges`."""
     return [i for i, (s, e) in enumerate(pairs) if e > s and any(s < end and e > start for start, end in ranges)]
@@ -232,9 +255,10 @@ def _tokens_over(pairs, ranges):
 def _forbidden(text, pairs, entity, label2id, capitalised_types):
     """`(tokens, label ids)` the window's next decode must not give, for an entity that cannot stand as it is; None
     for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
-    that holds a letter in a type of `DIGIT_TYPES`: every label of its type on the tokens holding one. One that fails
-    its check (`fails_check`): every label of its type on all its tokens. A name ending in lower-case words
-    (`lower_case_ends`): every label of its type on those words' tokens."""
+    that holds a letter in a type of `DIGIT_TYPES`: every label of its type on the tokens holding one and on the
+    whole of a word of letters without a digit, but not on a word the type allows (a phone number's "ext."). One
+    that fails its check (`fails_check`): every label of its type on all its tokens. A name ending in lower-case
+    words (`lower_case_ends`): every label of its type on those words' tokens."""
     kind = entity["type"]
     if kind in UNBROKEN_TYPES and any(c.isspace() for c in entity["word"]):
         inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
@@ -244,7 +268,7 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types):
         return tokens, [i for label, i in label2id.items() if label == f"I-{kind}"]
     if kind in DIGIT_TYPES and any(c.isalpha() for c in entity["word"]):
         lettered = [i for i in _tokens_over(pairs, [(entity["start"], entity["end"])])
-                    if any(c.isalpha() for c in text[pairs[i][0]:pairs[i][1]])]
+                    if _lettered(text[pairs[i][0]:pairs[i][1]], _word_around(text, *pairs[i]), DIGIT_TYPES[kind])]
         if lettered:
             return lettered, label_ids_of_types(label2id, [kind])
     outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
@@ -259,16 +283,16 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     """One window's tags and scores with no entity that fails its type's check (`fails_check`: `TYPE_CHECKS`, and
     a capital letter for `capitalised_types` in mixed-case text), or, for those types, ends in a word written in
     lower case (`lower_case_ends`), or runs over whitespace in a type that never holds any (`UNBROKEN_TYPES`), or
-    holds a letter in a type written in digits (`DIGIT_TYPES`).
+    holds a letter in a type written in digits where the type does not allow it (`DIGIT_TYPES`).
 
     Where the window's best CRF path holds such an entity, labels of its type are forbidden (`_forbidden`: on its
     tokens; on the tokens of its lower-case end words only, for the second kind; its I- label after the space, for
-    the third; on the tokens holding a letter, for the fourth) and the window is decoded again (the same Viterbi,
+    the third; on the lettered tokens, for the fourth) and the window is decoded again (the same Viterbi,
     `viterbi_cpu`; the marginals once, at the end): the best path among those that do not type those tokens so.
     "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there (an SSN, say); "Weehawken docks" tagged
     LOCATION becomes "Weehawken"; "http://t.co/x MileyCyrus" as one URL ends at the space; a card run on into
-    "exp 09/27" ends before "exp". That next path is checked in turn, and so on until every entity
-    passes: each round forbids a label the path held, and `O` is never forbidden, so the rounds end, at worst with
+    "exp 09/27" ends before "exp"; "212-555-0147 or 212-555-0199" as one PHONE becomes two numbers, if the model
+    ranks a B- label next on the second. That next path is checked in turn, and so on until every entity passes: each round forbids a label the path held, and `O` is never forbidden, so the rounds end, at worst with
     the span untagged. The window is unchanged, and nothing is decoded again, when every entity passes. Scores
     after a decode again are the marginals of the constrained chain: how sure the model is of the span given that it
     is not the failed type.
@@ -283,7 +307,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     """
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
-    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | DIGIT_TYPES
+    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | set(DIGIT_TYPES)
     if not any(_label_of(tag_id, id2label)[1] in checked for tag_id in tagged):  # nothing to check
         return tag_ids, tag_scores
     emissions = np.array(emissions, dtype=np.float32)

@@ -642,3 +642,36 @@ def test_a_card_number_or_ssn_holds_no_letter(text, tags, runner_up, expected):
     """A card number and an SSN are digits and separators: a token with a letter in an entity of either type is
     decoded again without the type, even where the digits around it pass the type's checksum."""
     assert _checked_words(text, tags, runner_up, labels=DIGIT_LABELS) == expected
+
+
+PHONE_LABELS = {0: "O", 1: "B-PHONE", 2: "I-PHONE", 3: "B-MEDICAL_RECORD", 4: "I-MEDICAL_RECORD"}
+
+
+@pytest.mark.parametrize("text, tags, runner_up, expected", [
+    # two numbers joined by "or" are two phone numbers, the second taking its next label (a B-) after the "or"
+    ("Call 212-555-0147 or 212-555-0199 today", (0, 1, 2, 2, 0), (1, 0, 0, 1, 1),
+     [("212-555-0147", "PHONE"), ("212-555-0199", "PHONE")]),
+    # a line's letters between numbers, "(C)" and "(H)", lie outside them
+    ("281.848.1619 (C) 713.306.7940 (H)", (1, 2, 2, 2), (0, 0, 1, 0), [("281.848.1619", "PHONE"), ("713.306.7940",
+                                                                                                    "PHONE")]),
+    # an extension marker and its digits stay in the number, as do letters written into it
+    ("Office +1 (212) 555-0147 ext. 22", (0, 1, 2, 2, 2, 2), (1, 0, 0, 0, 0, 0), [("+1 (212) 555-0147 ext. 22",
+                                                                                   "PHONE")]),
+    ("Call 1-800-FLOWERS x304 now", (0, 1, 2, 0), (1, 0, 0, 1), [("1-800-FLOWERS x304", "PHONE")]),
+    # a field label run into the number is given back
+    ("Phone 617.555.0134", (1, 2), (0, 1), [("617.555.0134", "PHONE")]),
+])
+def test_a_phone_number_holds_no_word_of_letters_but_an_extension_marker(text, tags, runner_up, expected):
+    """A phone number is digits, separators and at most an extension marker ("ext. 22", "x304") or letters written
+    into a digit word ("1-800-FLOWERS"): a token of a word of letters only in a PHONE entity ("or" between two
+    numbers, a "(C)" for cell) is decoded again without the type, so two numbers on a line come out as two."""
+    assert _checked_words(text, tags, runner_up, labels=PHONE_LABELS) == expected
+
+
+def test_a_word_of_letters_leaves_a_phone_number_with_its_punctuation():
+    """"(H)" tokenized as "(", "H", ")" lies outside the number whole: the ")" does not open the next number."""
+    text = "281.848.1619 (H) 713.306.7940"
+    tokens = ["281.848.1619", "(", "H", ")", "713.306.7940"]
+    offsets = [(text.index(token), text.index(token) + len(token)) for token in tokens]
+    assert _checked_tokens(text, offsets, (1, 2, 2, 2, 2), (0, 0, 0, 1, 1), labels=PHONE_LABELS) == [
+        ("281.848.1619", "PHONE"), ("713.306.7940", "PHONE")]

@@ -258,11 +258,11 @@ def test_a_model_in_training_mode_is_an_error_not_noise(model):
 
 
 def test_snapshot_loads_with_pipeline_in_a_fresh_process(tmp_path):
-    # Bias the emissions towards B-PHONE (a type with no check on its text) so the random model tags every token:
-    # deterministic, non-empty output.
+    # Bias the emissions towards B-DATE_OF_BIRTH (a type with no check on its text) so the random model tags every
+    # token: deterministic, non-empty output.
     m = tiny_model(seed=3)
     with torch.no_grad():
-        m.classifier.bias[m.config.label2id["B-PHONE"]] += 50.0
+        m.classifier.bias[m.config.label2id["B-DATE_OF_BIRTH"]] += 50.0
     snapshot = tmp_path / "snapshot"
     m.save_pretrained(snapshot)
     build_tiny_tokenizer().save_pretrained(snapshot)
@@ -295,7 +295,7 @@ def test_snapshot_loads_with_pipeline_in_a_fresh_process(tmp_path):
     assert all(r for r in got)
     for text, result in zip(texts, got):
         for e in result:
-            assert text[e["start"]:e["end"]] == e["word"] and e["type"] == "PHONE" and e["tier"] == 2
+            assert text[e["start"]:e["end"]] == e["word"] and e["type"] == "DATE_OF_BIRTH" and e["tier"] == 2
 
 
 # -- what the stock pipeline accepts, this one accepts ----------------------------------------------------------------
