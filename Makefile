@@ -85,12 +85,12 @@ out-of-source-parts: baselines
 	$(PY) -m piiner.evaluation.out_of_source ablation-table runs/oos-draw4 --scored whole
 	$(PY) -m piiner.evaluation.out_of_source ablation-table runs/oos-draw4
 
-# What the CRF and the char CNN earn under today's recipe (docs/results.md): the model without a CRF (per-token
-# softmax) and the one without a char CNN, each trained with two seeds on the first draw, beside that draw's two full
+# What the CRF, the char CNN and the gate earn under today's recipe (docs/results.md): the model without a CRF
+# (per-token softmax), the one without a char CNN and the one without a gate, each trained with two seeds on the first draw, beside that draw's two full
 # models from `make out-of-source-draws` (run that first), every document of the five NER corpora scored, and formats,
 # dense, synthetic and presidio. About 25 min a model on 2 cores.
 out-of-source-crf-cnn: baselines
-	$(NER_ABLATION) --variants 3,2 --train-seeds 42,43 --seed $(firstword $(DRAWS)) --out $(FIRST_DRAW)
+	$(NER_ABLATION) --variants 3,2,1 --train-seeds 42,43 --seed $(firstword $(DRAWS)) --out $(FIRST_DRAW)
 	$(PY) -m piiner.evaluation.out_of_source ablation-table $(FIRST_DRAW) --scored whole
 	$(PY) -m piiner.evaluation.out_of_source ablation-table $(FIRST_DRAW)
 
