@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 , := ,
 STAMP := $(VENV)/.installed
 
-.PHONY: install baselines quickstart reference out-of-source-ner out-of-source-draws out-of-source-parts out-of-source-crf-cnn out-of-source test test-floor test-slow test-engines
+.PHONY: install baselines quickstart reference out-of-source-ner out-of-source-draws out-of-source-parts out-of-source test test-floor test-slow test-engines
 
 # Every source that works offline (../shared/data, or the public files fetched once): generated, then read.
 ALL_SOURCES := synthetic,presidio,wnut17,btc,wikigold,sec_filings,uner_ewt,gum,formats,dense
@@ -75,21 +75,12 @@ out-of-source-ner: baselines
 	$(PY) -m piiner.evaluation.out_of_source ablation-table $(OOS)
 	$(PY) -m piiner.evaluation.out_of_source ablation-table $(OOS) --scored whole
 
-# What the char CNN, the gate and partial annotation earn under today's recipe (docs/results.md): the full model, the
-# one without a gate, the one without a char CNN and the one reading unlabelled types as O, each trained with two
-# seeds on the third draw of the generated corpus (--seed 4; the draw of `make out-of-source-draws DRAWS=4`, whose two
-# full models it reuses), every document of the five NER corpora scored, and formats, dense, synthetic and presidio
-# (NER_ABLATION's --also). About 40 min a model on 2 cores; needs data/reference from `make reference`.
-out-of-source-parts: baselines
-	$(NER_ABLATION) --variants 4,2,1,0 --train-seeds 42,43 --seed 4 --out runs/oos-draw4
-	$(PY) -m piiner.evaluation.out_of_source ablation-table runs/oos-draw4 --scored whole
-	$(PY) -m piiner.evaluation.out_of_source ablation-table runs/oos-draw4
-
 # What the CRF, the char CNN and the gate earn under today's recipe (docs/results.md): the model without a CRF
-# (per-token softmax), the one without a char CNN and the one without a gate, each trained with two seeds on the first draw, beside that draw's two full
-# models from `make out-of-source-draws` (run that first), every document of the five NER corpora scored, and formats,
-# dense, synthetic and presidio. About 25 min a model on 2 cores.
-out-of-source-crf-cnn: baselines
+# (per-token softmax), the one without a char CNN and the one without a gate, each trained with two seeds on the first
+# draw, beside that draw's two full models from `make out-of-source-draws` (run that first), every document of the five
+# NER corpora scored, and formats, dense, synthetic and presidio. About 25 min a model on 2 cores. (The older table of
+# the char CNN, the gate and partial annotation on draw 4: `git checkout 392a432 && make out-of-source-parts`.)
+out-of-source-parts: baselines
 	$(NER_ABLATION) --variants 3,2,1 --train-seeds 42,43 --seed $(firstword $(DRAWS)) --out $(FIRST_DRAW)
 	$(PY) -m piiner.evaluation.out_of_source ablation-table $(FIRST_DRAW) --scored whole
 	$(PY) -m piiner.evaluation.out_of_source ablation-table $(FIRST_DRAW)

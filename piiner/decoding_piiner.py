@@ -292,8 +292,9 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there (an SSN, say); "Weehawken docks" tagged
     LOCATION becomes "Weehawken"; "http://t.co/x MileyCyrus" as one URL ends at the space; a card run on into
     "exp 09/27" ends before "exp"; "212-555-0147 or 212-555-0199" as one PHONE becomes two numbers, if the model
-    ranks a B- label next on the second. That next path is checked in turn, and so on until every entity passes: each round forbids a label the path held, and `O` is never forbidden, so the rounds end, at worst with
-    the span untagged. The window is unchanged, and nothing is decoded again, when every entity passes. Scores
+    ranks a B- label next on the second. That next path is checked in turn, and so on until every entity passes:
+    each round forbids a label the path held, and `O` is never forbidden, so the rounds end, at worst with the span
+    untagged. The window is unchanged, and nothing is decoded again, when every entity passes. Scores
     after a decode again are the marginals of the constrained chain: how sure the model is of the span given that it
     is not the failed type.
 
