@@ -201,9 +201,11 @@ class PiiTrainingArguments(TrainingArguments):
             run to +-lr each step and produced NaNs in the reference) and `adam_epsilon` otherwise. The char and head
             groups use `adam_epsilon`.
         tier_weights (`dict` or `str`, defaults to `{1: 3.0, 2: 2.0, 3: 1.5, 4: 1.0}`):
-            Loss weight of a token whose gold label is a type of that tier; also "1:3,2:2,3:1.5,4:1" or JSON.
+            Loss weight of a token whose gold label is a type of that tier; also "1:3,2:2,3:1.5,4:1" or JSON. A row
+            labelled for some types only (`partial_annotation`) takes the mean weight of its tokens as one weight
+            for its whole NLL, so there these weights scale rows rather than tokens.
         outside_weight (`float`, defaults to 1.0):
-            Loss weight of a token whose gold label is O.
+            Loss weight of a token whose gold label is O (the same row mean in partially labelled rows).
         tier_weight_schedule (`list` or `str`, *optional*):
             Tier weights per epoch, a list of mappings like `tier_weights` (JSON on the command line); epoch i uses
             entry i and epochs past the end use the last one. Replaces `tier_weights` when set.
