@@ -128,7 +128,10 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         text = model_inputs.pop("text")
         offsets = model_inputs.pop("offset_mapping")
         is_last = model_inputs.pop("is_last")
-        model_inputs["char_ids"] = self._batch_char_ids(model_inputs["char_ids"], model_inputs["input_ids"].shape[1])
+        input_ids = model_inputs["input_ids"]
+        # Built here from NumPy, after the base class moved the tensors: onto the device of the token ids.
+        model_inputs["char_ids"] = self._batch_char_ids(model_inputs["char_ids"], input_ids.shape[1]).to(
+            input_ids.device)
         if self.model.training:
             raise ValueError(
                 f"{type(self.model).__name__} is in training mode, where dropout makes its answers noise: put it in "

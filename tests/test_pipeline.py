@@ -377,3 +377,24 @@ def test_the_pipeline_gives_an_entity_that_fails_its_types_check_the_next_best_t
     model.forward = forward
     (entity,) = make_pipeline(model)("call John now")
     assert (entity["word"], entity["type"]) == ("John", "PERSON")
+
+
+def test_char_ids_reach_the_model_on_the_device_of_the_token_ids(model):
+    """The base pipeline moves the token ids to the pipeline's device before `_forward`, which builds the char ids
+    from NumPy: they must follow (on CUDA the model failed with "found at least two devices" here)."""
+    finder = make_pipeline(model)
+    window = next(finder.preprocess("call john smith"))
+    window = {k: v.to("meta") if torch.is_tensor(v) else v for k, v in window.items()}  # a device other than the CPU
+    devices = {}
+
+    class Recorder:
+        training = False
+
+        def __call__(self, **inputs):
+            devices.update({k: v.device.type for k, v in inputs.items() if torch.is_tensor(v)})
+            raise StopIteration
+
+    finder.model = Recorder()
+    with pytest.raises(StopIteration):
+        finder._forward(window)
+    assert devices == {"input_ids": "meta", "attention_mask": "meta", "char_ids": "meta"}
