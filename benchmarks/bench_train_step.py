@@ -5,6 +5,7 @@ adds the char CNN, the gated fusion and the CRF; the target is an overhead of at
 
     python benchmarks/bench_train_step.py [--backbone embedded:all-MiniLM-L6-v2] [--batch 16] [--length 128] [--steps 5]
     python benchmarks/bench_train_step.py --device cuda [--bf16]     # on a GPU; bf16 autocast as `--bf16 true` trains
+    python benchmarks/bench_train_step.py --device cuda --profile 5 [--bf16]   # the ops where train.py's step spends
 
 Prints a markdown table. Timings on a shared machine vary: run it on an idle one and say so when quoting it.
 """
@@ -88,6 +89,24 @@ def run_interleaved(timers, steps, warmup=1):
             timer.step()
 
 
+def profile_steps(timer, steps, rows=15):
+    """Tables of the ops of `steps` training steps by self time on the device (CUDA; on the CPU, CPU time) and by
+    self CPU time: where a step's time goes, e.g. whether bf16 autocast adds casts or the GPU waits on the host."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if timer.device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            timer.step(record=False)
+    ops = prof.key_averages()
+    on_device = "self_cuda_time_total" if timer.device.type == "cuda" else "self_cpu_time_total"
+    print(f"\n{timer.name}, {steps} steps under the profiler, by {on_device}:\n")
+    print(ops.table(sort_by=on_device, row_limit=rows))
+    if timer.device.type == "cuda":
+        print("\nby self_cpu_time_total (the host's work, launches included):\n")
+        print(ops.table(sort_by="self_cpu_time_total", row_limit=rows))
+
+
 def untrained_piiner(backbone, threads=None):
     """(backbone path, its tokenizer, a piiner model around it with a fresh head), torch's threads set when given and
     its seed fixed."""
@@ -107,6 +126,8 @@ def main():
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     parser.add_argument("--device", default="cpu", help="torch device, e.g. cuda (default: cpu)")
     parser.add_argument("--bf16", action="store_true", help="bf16 autocast, as training with --bf16 true")
+    parser.add_argument("--profile", type=int, metavar="STEPS", help="after the table, profile this many steps of "
+                        "piiner as train.py runs it and print the ops that take the time")
     args = parser.parse_args()
     path, tokenizer, piiner = untrained_piiner(args.backbone, args.threads)
     batch = make_batch(tokenizer, piiner.config, args.batch, args.length)
@@ -135,6 +156,8 @@ def main():
     print("|---|---|---|---|---|")
     for name, fastest, median in rows:
         print(f"| {name} | {fastest:.3f} | {median:.3f} | {n_tokens / fastest:,.0f} | {100 * (fastest / base - 1):+.0f}% |")
+    if args.profile:
+        profile_steps(timers[-1], args.profile)
 
 
 if __name__ == "__main__":
