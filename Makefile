@@ -88,7 +88,8 @@ out-of-source-parts: baselines
 
 # The README's headline: the recipe trained without the five NER corpora on two draws of the generated corpus
 # (--seed 2 and 3), two training seeds each, every document scored and each half apart, the baselines on the same
-# rows; prints the report half's table (each source: mean and range of the four runs) and leads the reference model
+# rows; prints the report half's tables (each source: mean and range of the four runs; strict F1, then what
+# redacting every predicted span hides) and leads the reference model
 # card with the first draw's seed-42 model, report half. About 2 hours on 2 cores; needs data/reference and
 # runs/reference from `make reference`.
 DRAWS := 2 3
@@ -97,6 +98,8 @@ out-of-source-draws: baselines
 	for d in $(DRAWS); do $(NER_ABLATION) --variants 0 --train-seeds 42,43 --seed $$d --out runs/oos-draw$$d || exit 1; done
 	$(PY) -m piiner.evaluation.out_of_source table $(foreach d,$(DRAWS),runs/oos-draw$(d)) --prefix report_variant_0_ \
 		--label "piiner F1, report half"
+	$(PY) -m piiner.evaluation.out_of_source redaction-table $(foreach d,$(DRAWS),runs/oos-draw$(d)) \
+		--prefix report_variant_0_
 	$(PY) -m piiner.evaluation.model_card $(REF) --lead \
 		--system "same recipe, without the five NER corpora (2,000 steps; $(FIRST_DRAW), seed 42)" \
 		$(foreach s,$(NER_LIST),--report "$(s), out of source, report half=$(FIRST_DRAW)/report_variant_0_$(s).json")

@@ -221,6 +221,33 @@ def test_gold_spans_inside_a_prediction_of_an_unscored_type_are_counted_as_a_con
     assert _run("--predictions", predictions, "--data", gold).get("unscored") is None
 
 
+def test_redaction_counts_what_every_system_hides_whatever_type_it_gave(tmp_path, capsys):
+    """The places inside an address tagged STREET_ADDRESS are strict misses but hidden all the same; a system that
+    finds the organization alone hides one span of four."""
+    text = "Acme Corp., 12 Main Street, Boston, MA 02110. Ask Jane Roe."
+
+    def at(label, words):
+        return {"start": text.index(words), "end": text.index(words) + len(words), "label": label}
+
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{"id": "a", "text": text, "spans": [
+        at("ORGANIZATION", "Acme Corp."), at("LOCATION", "Boston"), at("LOCATION", "MA"), at("PERSON", "Jane Roe")]}])
+    ours = _write_jsonl(tmp_path / "ours.jsonl", [{"id": "a", "spans": [
+        at("ORGANIZATION", "Acme Corp."), at("STREET_ADDRESS", "12 Main Street, Boston, MA 02110"),
+        at("PERSON", "Jane Roe")]}])
+    other = _write_jsonl(tmp_path / "other.jsonl", [{"id": "a", "spans": [at("ORGANIZATION", "Acme Corp.")]}])
+    report = _run("--predictions", ours, "--data", gold, "--types", "PERSON,LOCATION,ORGANIZATION",
+                  "--compare", f"other={other}")
+    assert report["overall"]["recall"] == 0.5
+    redacted = sum(not c.isspace() for c in "Acme Corp.12MainStreet,Boston,MA02110JaneRoe")
+    assert report["redaction"] == {
+        "gold_spans": 4, "hidden_spans": 4, "span_recall": 1.0, "gold_chars": 24, "hidden_chars": 24,
+        "char_recall": 1.0, "text_chars": sum(not c.isspace() for c in text), "redacted_chars": redacted,
+        "redacted_share": redacted / sum(not c.isspace() for c in text)}
+    assert report["compare"]["other"]["redaction"]["hidden_spans"] == 1
+    out = capsys.readouterr().out
+    assert "### Redaction" in out and "| other | 0.250 | 1 of 4 |" in out
+
+
 def test_predictions_inside_an_unjudged_stretch_are_set_aside_for_every_system(tmp_path, capsys):
     # GUM marks "2005" as a time mention that the schema may or may not call a DATE: a DATE predicted there is
     # neither right nor wrong; one that reaches outside the stretch, or a gold span, is judged as ever.

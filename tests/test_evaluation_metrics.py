@@ -2,7 +2,8 @@
 
 import pytest
 
-from piiner.evaluation.metrics import RELAXED_SCHEMES, bootstrap_f1, relaxed_matches, span_metrics
+from piiner.evaluation.metrics import (
+    RELAXED_SCHEMES, bootstrap_f1, redaction_coverage, relaxed_matches, span_metrics)
 
 
 def test_perfect_match_with_tuples_and_dicts_mixed():
@@ -155,3 +156,23 @@ def test_bootstrap_difference_is_paired_and_nothing_is_claimed_from_one_document
     assert one["documents"] == 1 and one["f1"] == [None]
     with pytest.raises(ValueError, match="as many"):
         bootstrap_f1(gold, [half[:29]])
+
+
+def test_redaction_coverage_counts_characters_hidden_by_any_prediction_and_ignores_whitespace():
+    text = "Call New York office, ask Ann Lee."
+    new_york, ann_lee = (text.index("New York"), text.index("New York") + 8), (text.index("Ann Lee"), len(text) - 1)
+    gold = [[(*new_york, "LOCATION"), (*ann_lee, "PERSON"), (0, 4, "DATE")]]
+    # "New" and "York" found apart (hidden whole: the gap is a space); "Ann" alone (3 of 6 characters)
+    pred = [[(new_york[0], new_york[0] + 3, "LOCATION"), (new_york[0] + 4, new_york[1], "NATIONALITY"),
+             (ann_lee[0], ann_lee[0] + 3, "PERSON")]]
+    c = redaction_coverage([text], gold, pred, types=["PERSON", "LOCATION"])
+    assert (c["gold_spans"], c["hidden_spans"], c["gold_chars"], c["hidden_chars"]) == (2, 1, 13, 10)
+    assert c["redacted_chars"] == 10 and c["text_chars"] == len(text.replace(" ", ""))
+    assert redaction_coverage([text], gold, pred)["gold_spans"] == 3  # every type when none is named
+    empty = redaction_coverage([""], [[]], [[]])
+    assert empty["span_recall"] is None and empty["redacted_share"] is None
+
+
+def test_redaction_coverage_refuses_unaligned_lists():
+    with pytest.raises(ValueError, match="1 texts, 2 gold and 1 predicted span lists"):
+        redaction_coverage(["a"], [[], []], [[]])

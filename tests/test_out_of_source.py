@@ -54,6 +54,7 @@ def test_table_skips_files_that_are_not_reports(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", [["table", "{missing}"], ["table", "{here}", "--in-source", "{missing}"],
                                      ["ablation-table", "{missing}"], ["unscored-table", "{missing}"],
+                                     ["redaction-table", "{missing}"],
                                      ["halves", "{missing}", "--data", "gold.jsonl"]])
 def test_a_folder_that_is_not_there_is_named_in_one_line(tmp_path, capsys, command):
     """A typo in a folder: one line naming it (it was a traceback from os.listdir, and a mistyped --in-source gave a
@@ -149,6 +150,26 @@ def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp
     # The held-out source was also scored whole, every split of it (the fake gives it 40 texts).
     main(["table", str(tmp_path), "--prefix", "whole_variant_2_seed9_"])
     assert capsys.readouterr().out.splitlines()[2:] == ["| btc | 40 | 0.520 (0.520 / 0.520) | - | - | - |"]
+
+
+def test_redaction_table_gives_each_system_the_gold_spans_hidden_and_the_characters_redacted(tmp_path, capsys):
+    """Two runs of one draw: piiner's mean and range; the baselines from the run that scored them; a report written
+    before the measure shows "-", not a zero."""
+    def coverage(hidden, redacted):
+        return {"span_recall": hidden, "redacted_share": redacted}
+
+    for seed, (hidden, redacted) in ((42, (0.8, 0.10)), (43, (0.7, 0.12))):
+        report = dict(_report(0.6, 948, {"presidio": 0.4} if seed == 42 else None), redaction=coverage(hidden, redacted))
+        if seed == 42:
+            report["compare"]["presidio"]["redaction"] = coverage(0.5, 0.2)
+        (tmp_path / f"report_variant_0_seed{seed}_btc.json").write_text(json.dumps(report))
+    (tmp_path / "report_variant_0_seed42_gum.json").write_text(json.dumps(_report(0.5, 83)))
+    main(["redaction-table", str(tmp_path), "--prefix", "report_variant_0_"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("| source | texts | piiner: gold spans hidden | piiner: characters redacted | "
+                        "Presidio + spaCy: hidden / redacted | Rampart: hidden / redacted | regex: hidden / redacted |")
+    assert lines[2:] == ["| btc | 948 | 0.750 (0.700-0.800, 2 runs) | 0.110 (0.100-0.120, 2 runs) | 0.500 / 0.200 | - "
+                         "| - |", "| gum | 83 | - | - | - | - | - |"]
 
 
 def test_table_of_several_folders_gives_each_source_the_mean_and_range_of_its_runs(tmp_path, capsys):

@@ -32,7 +32,8 @@ from piiner.evaluation.data import (
     read_jsonl,
     select_rows,
 )
-from piiner.evaluation.metrics import bootstrap_f1, relaxed_matches, set_aside_unjudged, span_metrics, unscored_spans
+from piiner.evaluation.metrics import (
+    bootstrap_f1, redaction_coverage, relaxed_matches, set_aside_unjudged, span_metrics, unscored_spans)
 from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
 from piiner.options import name_value_pairs
@@ -157,6 +158,7 @@ def score(rows, gold, pred, types, set_aside=None):
     if set_aside is not None:
         report["set_aside_unjudged"] = set_aside
     report["relaxed"] = relaxed_matches(gold, pred, types=types)
+    report["redaction"] = redaction_coverage([r["text"] for r in rows], gold, pred, types)
     if types:
         report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types,
                                             [r.get("labelled_types") for r in rows],

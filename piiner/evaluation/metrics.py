@@ -272,10 +272,48 @@ def unscored_spans(texts, pred, types, labelled_types=None, not_pii_spans=None, 
             "per_type": _most_first(counts), "on_not_pii_spans": on_not_pii, "gold_inside": _most_first(gold_inside)}
 
 
+def redaction_coverage(texts, gold, pred, types=None):
+    """What redacting every predicted span hides of the gold, whatever type each was given: a place inside a street
+    address, a date inside a date of birth or a city called a nationality is hidden all the same. Gold spans of
+    `types` (all when None) wholly hidden, the share of their characters hidden, and the share of all the texts'
+    characters redacted, which tells a system that hides much from one that hides everything. Whitespace counts on
+    neither side, so "New York" found as "New" and "York" is hidden. Recall only: a corpus that labels a few types
+    cannot say whether the rest of what was redacted is PII.
+    """
+    if not len(texts) == len(gold) == len(pred):
+        raise ValueError(f"{len(texts)} texts, {len(gold)} gold and {len(pred)} predicted span lists: they must be "
+                         "aligned one to one")
+    import numpy as np
+
+    keep = None if types is None else set(types)
+    spans = hidden_spans = chars = hidden_chars = text_chars = redacted = 0
+    for i, text in enumerate(texts):
+        covered = np.zeros(len(text), dtype=bool)
+        for start, end, _ in to_spans(pred[i], f"pred text {i}"):
+            covered[start:end] = True
+        counted = np.fromiter((not c.isspace() for c in text), dtype=bool, count=len(text))
+        text_chars += int(counted.sum())
+        redacted += int((covered & counted).sum())
+        for start, end, span_type in to_spans(gold[i], f"gold text {i}"):
+            if keep is not None and span_type not in keep:
+                continue
+            inside = counted[start:end]
+            found = int((covered[start:end] & inside).sum())
+            spans += 1
+            hidden_spans += found == int(inside.sum())
+            chars += int(inside.sum())
+            hidden_chars += found
+    return {"gold_spans": spans, "hidden_spans": hidden_spans,
+            "span_recall": hidden_spans / spans if spans else None,
+            "gold_chars": chars, "hidden_chars": hidden_chars, "char_recall": hidden_chars / chars if chars else None,
+            "text_chars": text_chars, "redacted_chars": redacted,
+            "redacted_share": redacted / text_chars if text_chars else None}
+
+
 def _most_first(counts):
     """A Counter of types as a dict, most first, ties in schema order."""
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], _type_order(kv[0]))))
 
 
-__all__ = ["bootstrap_f1", "judged_types", "scores", "set_aside_unjudged", "span_metrics", "to_span", "to_spans",
-           "unscored_spans"]
+__all__ = ["bootstrap_f1", "judged_types", "redaction_coverage", "scores", "set_aside_unjudged", "span_metrics",
+           "to_span", "to_spans", "unscored_spans"]

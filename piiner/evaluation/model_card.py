@@ -166,8 +166,10 @@ def _labels_section(cfg):
 def _summary_table(reports):
     # A set labelled for some types cannot judge the others: what each system emitted of them, per 1,000 words.
     # The F1's 95% interval over the set's documents drawn again ("-" in reports written before intervals were).
+    # Redaction: the gold spans hidden whole when every predicted span is redacted, whatever its type.
     lines = ["| evaluation set | system | precision | recall | F1 | F1 95% interval (documents) | F2 | gold spans "
-             "| texts | other types per 1k words |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| texts | other types per 1k words | gold spans hidden by redaction |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in reports.items():
         meta = r.get("meta", {})
         systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else _other_model(r) or "this model", r)]
@@ -175,11 +177,12 @@ def _summary_table(reports):
         for system, s in systems:
             o = s["overall"]
             other = (s.get("unscored") or {}).get("per_1k_words")
+            hidden = (s.get("redaction") or {}).get("span_recall")
             interval = s.get("interval")
             spread = f"{interval_text(interval)} ({interval['documents']:,})" if interval and interval["f1"] else "-"
             lines.append(f"| {name} | {system} | {o['precision']:.3f} | {o['recall']:.3f} | {o['f1']:.3f} | "
                          f"{spread} | {o['f2']:.3f} | {o['support']} | {meta.get('n_texts', '?')} | "
-                         f"{'-' if other is None else f'{other:.1f}'} |")
+                         f"{'-' if other is None else f'{other:.1f}'} | {'-' if hidden is None else f'{hidden:.3f}'} |")
     return "\n".join(lines)
 
 

@@ -314,6 +314,33 @@ def unscored_table(args):
     print("\n".join(lines))
 
 
+def redaction_table(args):
+    """Markdown: per source, what redacting every predicted span (whatever its type) hides: the share of gold spans
+    hidden whole and the share of all characters redacted, piiner's (mean and range over runs) and each baseline's.
+    Reports written before the measure existed show "-": `halves` scores a folder's halves again from the saved
+    predictions."""
+    columns = ["source", "texts", "piiner: gold spans hidden", "piiner: characters redacted",
+               *(f"{BASELINES[s].removesuffix(' F1')}: hidden / redacted" for s in BASELINES)]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for source, reports in _runs(args.folder, args.prefix).items():
+        if len({report["meta"]["n_texts"] for report in reports}) > 1:
+            raise SystemExit(f"{source}: its runs scored different numbers of texts; a table averages runs on the "
+                             "same rows only")
+        coverage = [report.get("redaction") for report in reports]
+        measured = all(coverage)
+        compare = {}
+        for report in reports:  # the baselines are the same on every run's rows: the first run that has each
+            for system, scored in (report.get("compare") or {}).items():
+                compare.setdefault(system, scored.get("redaction"))
+        cells = [source, f"{reports[0]['meta']['n_texts']:,}",
+                 _mean_and_range([c["span_recall"] for c in coverage], "runs") if measured else "-",
+                 _mean_and_range([c["redacted_share"] for c in coverage], "runs") if measured else "-",
+                 *(f"{compare[s]['span_recall']:.3f} / {compare[s]['redacted_share']:.3f}" if compare.get(s) else "-"
+                   for s in BASELINES)]
+        lines.append("| " + " | ".join(cells) + " |")
+    print("\n".join(lines))
+
+
 def ablation_table(args):
     """Markdown: one row per variant that has run, the F1 of each source it was scored on (`args.scored`: its test
     split, every document, or one half); with runs of several training seeds, their mean and range."""
@@ -375,6 +402,10 @@ def parser():
                        "(per 1,000 words, every system)")
     u.add_argument("folder")
     u.add_argument("--prefix", default="eval_", help="report files <prefix><source>.json")
+    r = sub.add_parser("redaction-table", help="print, per source, the gold spans that redacting every predicted span "
+                       "hides whole and the characters it redacts (every system; several folders: mean and range)")
+    r.add_argument("folder", nargs="+", help="folders of reports (several: runs on other draws of the corpus)")
+    r.add_argument("--prefix", default="eval_", help="report files <prefix><source>.json")
     h = sub.add_parser("halves", help="score a folder's whole-corpus reports again on each half of their documents "
                        "(development_<name>.json, report_<name>.json), from their saved predictions")
     h.add_argument("folder")
@@ -413,7 +444,8 @@ def main(argv=None):
         if unknown:
             p.error(f"--compare names {', '.join(unknown)}: the baselines are {', '.join(BASELINES)}")
     commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table,
-                "halves": halves, "unscored-table": unscored_table, "ablation-table": ablation_table}
+                "halves": halves, "unscored-table": unscored_table, "redaction-table": redaction_table,
+                "ablation-table": ablation_table}
     commands[args.command](args)
     return 0
 

@@ -103,6 +103,15 @@ def relaxed_table(report):
     return _table(("scheme", "counts as a match", *RELAXED_FIELDS), rows)
 
 
+def redaction_table(report, name="this run"):
+    """System by system: what redacting every predicted span, whatever its type, hides of the gold."""
+    systems = {name: report, **(report.get("compare") or {})}
+    rows = [[system, c["span_recall"], f"{c['hidden_spans']} of {c['gold_spans']}", c["char_recall"],
+             c["redacted_share"]] for system, c in ((s, r.get("redaction")) for s, r in systems.items()) if c]
+    return _table(("system", "gold spans hidden whole", "spans", "gold characters hidden", "all characters redacted"),
+                  rows)
+
+
 def format_markdown(report, title=None):
     """The report as markdown: overall, per tier (with recall targets), per type, throughput, dropped spans."""
     from piiner.pii_schema import TIER_OF
@@ -128,6 +137,9 @@ def format_markdown(report, title=None):
         parts += ["### Per source", source_table(report)]
     if report.get("relaxed"):
         parts += ["### Relaxed matches (where the strict misses go)", relaxed_table(report)]
+    if report.get("redaction"):
+        parts += ["### Redaction (every predicted span hidden, whatever its type; whitespace not counted)",
+                  redaction_table(report, name)]
     parts += ["### Per tier", tier_table(report)]
     parts += ["### Per type", type_table(report, TIER_OF)]
     u = report.get("unscored")
