@@ -272,6 +272,8 @@ def test_predictions_inside_an_unjudged_stretch_are_set_aside_for_every_system(t
     o = report["overall"]
     assert (o["tp"], o["fp"], o["fn"]) == (2, 1, 0)  # the year of row b has no unjudged stretch: a false DATE
     assert report["set_aside_unjudged"] == {"spans": 1, "per_type": {"DATE": 1}}
+    # set aside from the score, the year is still redacted: "Ann", "2005", "May 2006" and row b's "2005"
+    assert report["redaction"]["redacted_chars"] == 3 + 4 + 7 + 4
     c = report["compare"][wider]
     assert (c["overall"]["tp"], c["overall"]["fp"]) == (0, 1) and c["set_aside_unjudged"]["spans"] == 0
     assert "1 predicted spans lie inside stretches the gold leaves unjudged" in capsys.readouterr().out

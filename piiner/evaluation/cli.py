@@ -151,14 +151,16 @@ def judged(rows, pred, types):
     return pred, {"spans": sum(set_aside.values()), "per_type": dict(set_aside.most_common())}
 
 
-def score(rows, gold, pred, types, set_aside=None):
-    """``span_metrics`` of all rows, plus the overall scores of each source when the rows mix several, and the
-    predictions set aside in unjudged spans (`judged`)."""
+def score(rows, gold, pred, types, set_aside=None, redacted=None):
+    """``span_metrics`` of all rows, plus the overall scores of each source when the rows mix several, the
+    predictions set aside in unjudged spans (`judged`), and what redacting every prediction hides (`redacted`: the
+    predictions before that set-aside, which a redactor hides too; `pred` when None)."""
     report = span_metrics(gold, pred, types=types)
     if set_aside is not None:
         report["set_aside_unjudged"] = set_aside
     report["relaxed"] = relaxed_matches(gold, pred, types=types)
-    report["redaction"] = redaction_coverage([r["text"] for r in rows], gold, pred, types)
+    report["redaction"] = redaction_coverage([r["text"] for r in rows], gold, pred if redacted is None else redacted,
+                                             types)
     if types:
         report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types,
                                             [r.get("labelled_types") for r in rows],
@@ -221,8 +223,9 @@ def evaluate(args, command=None):
         write_predictions(args.save_predictions, rows, raw)
 
     merge = parse_label_map(args.merge_types)
-    gold, (pred, set_aside) = _merged(gold, merge), judged(rows, _merged(pred, merge), types)
-    report = score(rows, gold, pred, types, set_aside)
+    gold, redacted = _merged(gold, merge), _merged(pred, merge)
+    pred, set_aside = judged(rows, redacted, types)
+    report = score(rows, gold, pred, types, set_aside, redacted)
     if seconds is not None:
         report["throughput"] = throughput(len(texts), n_chars, seconds)
     compared = {}
@@ -238,8 +241,9 @@ def evaluate(args, command=None):
                     write_predictions(compared_predictions(args.save_predictions, name), rows, raw_b)
                 pred_b = _as_tuples(raw_b)
                 timing = {"throughput": throughput(len(texts), n_chars, seconds_b)}
-            pred_b, set_aside_b = judged(rows, _merged(pred_b, merge), types)
-            report["compare"][name] = dict(score(rows, gold, pred_b, types, set_aside_b), **timing)
+            redacted_b = _merged(pred_b, merge)
+            pred_b, set_aside_b = judged(rows, redacted_b, types)
+            report["compare"][name] = dict(score(rows, gold, pred_b, types, set_aside_b, redacted_b), **timing)
             compared[name] = pred_b
     # One set of document draws for every system: the intervals of their differences are paired.
     drawn = bootstrap_f1(gold, [pred, *compared.values()], [document_of(r) for r in rows], types,
