@@ -335,8 +335,8 @@ def redaction_table(args):
         cells = [source, f"{reports[0]['meta']['n_texts']:,}",
                  _mean_and_range([c["span_recall"] for c in coverage], "runs") if measured else "-",
                  _mean_and_range([c["redacted_share"] for c in coverage], "runs") if measured else "-",
-                 *(f"{compare[s]['span_recall']:.3f} / {compare[s]['redacted_share']:.3f}" if compare.get(s) else "-"
-                   for s in BASELINES)]
+                 *(f"{_cell(compare[s]['span_recall'])} / {_cell(compare[s]['redacted_share'])}" if compare.get(s)
+                   else "-" for s in BASELINES)]
         lines.append("| " + " | ".join(cells) + " |")
     print("\n".join(lines))
 
