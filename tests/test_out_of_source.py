@@ -164,12 +164,15 @@ def test_redaction_table_gives_each_system_the_gold_spans_hidden_and_the_charact
             report["compare"]["presidio"]["redaction"] = coverage(0.5, 0.2)
         (tmp_path / f"report_variant_0_seed{seed}_btc.json").write_text(json.dumps(report))
     (tmp_path / "report_variant_0_seed42_gum.json").write_text(json.dumps(_report(0.5, 83)))
+    nothing = dict(_report(0.0, 5, {"regex": 0.0}), redaction=coverage(None, 0.01))  # no gold span to hide
+    nothing["compare"]["regex"]["redaction"] = coverage(None, 0.0)
+    (tmp_path / "report_variant_0_seed42_plain.json").write_text(json.dumps(nothing))
     main(["redaction-table", str(tmp_path), "--prefix", "report_variant_0_"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("| source | texts | piiner: gold spans hidden | piiner: characters redacted | "
                         "Presidio + spaCy: hidden / redacted | Rampart: hidden / redacted | regex: hidden / redacted |")
     assert lines[2:] == ["| btc | 948 | 0.750 (0.700-0.800, 2 runs) | 0.110 (0.100-0.120, 2 runs) | 0.500 / 0.200 | - "
-                         "| - |", "| gum | 83 | - | - | - | - | - |"]
+                         "| - |", "| gum | 83 | - | - | - | - | - |", "| plain | 5 | - | 0.010 | - | - | - / 0.000 |"]
 
 
 def test_table_of_several_folders_gives_each_source_the_mean_and_range_of_its_runs(tmp_path, capsys):

@@ -326,19 +326,24 @@ def redaction_table(args):
         if len({report["meta"]["n_texts"] for report in reports}) > 1:
             raise SystemExit(f"{source}: its runs scored different numbers of texts; a table averages runs on the "
                              "same rows only")
-        coverage = [report.get("redaction") for report in reports]
-        measured = all(coverage)
+        coverage = [report.get("redaction") or {} for report in reports]
         compare = {}
         for report in reports:  # the baselines are the same on every run's rows: the first run that has each
             for system, scored in (report.get("compare") or {}).items():
                 compare.setdefault(system, scored.get("redaction"))
         cells = [source, f"{reports[0]['meta']['n_texts']:,}",
-                 _mean_and_range([c["span_recall"] for c in coverage], "runs") if measured else "-",
-                 _mean_and_range([c["redacted_share"] for c in coverage], "runs") if measured else "-",
+                 _runs_cell(coverage, "span_recall"), _runs_cell(coverage, "redacted_share"),
                  *(f"{_cell(compare[s]['span_recall'])} / {_cell(compare[s]['redacted_share'])}" if compare.get(s)
                    else "-" for s in BASELINES)]
         lines.append("| " + " | ".join(cells) + " |")
     print("\n".join(lines))
+
+
+def _runs_cell(coverage, key):
+    """The mean and range of `key` over the runs' redaction figures; "-" where a run lacks the measure (a report
+    written before it) or had nothing to measure (no gold span)."""
+    values = [c.get(key) for c in coverage]
+    return "-" if None in values else _mean_and_range(values, "runs")
 
 
 def ablation_table(args):
