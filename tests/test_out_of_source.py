@@ -54,7 +54,7 @@ def test_table_skips_files_that_are_not_reports(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", [["table", "{missing}"], ["table", "{here}", "--in-source", "{missing}"],
                                      ["ablation-table", "{missing}"], ["unscored-table", "{missing}"],
-                                     ["redaction-table", "{missing}"],
+                                     ["redaction-table", "{missing}"], ["rescore", "{missing}"],
                                      ["halves", "{missing}", "--data", "gold.jsonl"]])
 def test_a_folder_that_is_not_there_is_named_in_one_line(tmp_path, capsys, command):
     """A typo in a folder: one line naming it (it was a traceback from os.listdir, and a mistyped --in-source gave a
@@ -222,6 +222,34 @@ def test_halves_rescore_each_whole_report_on_both_halves_of_its_documents_from_i
     with pytest.raises(SystemExit, match="no saved predictions .* behind whole_variant_1_btc.json"):
         main(["halves", str(tmp_path), "--data", str(gold)])
     assert not list(tmp_path.glob("development_*")) and not list(tmp_path.glob("report_*"))
+
+
+def test_rescore_scores_a_finished_runs_reports_again_from_the_saved_predictions_of_every_system(tmp_path):
+    """After a change to the scoring: each report with its predictions saved, and the systems it was compared with,
+    get the new figures; strict ones come back the same. A compared system whose predictions are gone stops it before
+    any report is rewritten."""
+    rows = [{"id": f"t{i}", "group": f"doc{i}", "source": "btc", "text": f"Ann Lee met Bo Kim {i}.",
+             "spans": [{"start": 0, "end": 7, "label": "PERSON"}, {"start": 11, "end": 17, "label": "PERSON"}]}
+            for i in range(4)]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    saved = tmp_path / "_predictions"
+    saved.mkdir()
+    (saved / "btc.jsonl").write_text("".join(json.dumps({"id": r["id"], "spans": r["spans"][:1]}) + "\n" for r in rows))
+    (saved / "btc.regex.jsonl").write_text("".join(json.dumps({"id": r["id"], "spans": []}) + "\n" for r in rows))
+    old = {"overall": {"f1": 0.667}, "compare": {"regex": {"overall": {"f1": 0.0}}},
+           "meta": {"data": str(gold), "source": "btc", "split": "test", "types": ["PERSON"], "compare": ["regex"],
+                    "n_texts": 4}}
+    (tmp_path / "eval_btc.json").write_text(json.dumps(old))
+    main(["rescore", str(tmp_path)])
+    new = json.loads((tmp_path / "eval_btc.json").read_text())
+    assert new["overall"]["f1"] == pytest.approx(2 / 3) and new["redaction"]["hidden_spans"] == 4
+    assert new["compare"]["regex"]["overall"]["f1"] == 0 and new["compare"]["regex"]["redaction"]["hidden_spans"] == 0
+    (saved / "btc.regex.jsonl").unlink()
+    (tmp_path / "eval_btc.json").write_text(json.dumps(old))
+    with pytest.raises(SystemExit, match="the predictions of regex, which it was compared with, are not saved"):
+        main(["rescore", str(tmp_path)])
+    assert json.loads((tmp_path / "eval_btc.json").read_text()) == old
 
 
 @pytest.mark.parametrize("saved", [False, True])

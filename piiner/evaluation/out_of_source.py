@@ -138,6 +138,45 @@ def halves(args):
         score_halves(os.path.join(args.folder, name), args.data, compare)
 
 
+def rescore(args):
+    """Every report of a folder that `evaluate_source` wrote (``<prefix><name>.json`` with its predictions in
+    ``_predictions/``) scored again from those predictions, with each system it was compared with from that system's
+    saved predictions: after a change to the scoring, a finished run gets the new figures without running a model.
+    Strict figures come back the same. `halves` does the same for the halves of whole-corpus reports."""
+    from piiner.evaluation.cli import run
+
+    names = [n for n in sorted(os.listdir(args.folder)) if n.startswith(args.prefix) and n.endswith(".json")
+             and os.path.isfile(saved_predictions(os.path.join(args.folder, n)))]
+    if not names:
+        raise SystemExit(f"{args.folder}: no {args.prefix}<name>.json report with its predictions in _predictions/")
+    runs = [_rescore_argv(os.path.join(args.folder, name), args.data) for name in names]  # all found before any runs
+    for argv in runs:
+        run(argv)
+
+
+def _rescore_argv(path, data=None):
+    """piiner-evaluate's arguments that score the report at `path` again from the saved predictions."""
+    from piiner.evaluation.cli import compared_predictions
+
+    with open(path) as f:
+        meta = json.load(f)["meta"]
+    predictions = saved_predictions(path)
+    compare = []
+    for item in meta.get("compare") or ():
+        system, _, given = item.partition("=")
+        saved = compared_predictions(predictions, system)
+        found = saved if os.path.isfile(saved) else given
+        if not (found and os.path.isfile(found)):
+            raise SystemExit(f"{path}: the predictions of {system}, which it was compared with, are not saved "
+                             f"({saved}); nothing was rescored")
+        compare.append(f"{system}={found}")
+    argv = ["--predictions", predictions, "--data", data or meta["data"], "--split", meta["split"], "--out", path]
+    for flag, value in (("--source", meta.get("source")), ("--half", meta.get("half")),
+                        ("--types", ",".join(meta.get("types") or ())), ("--compare", ",".join(compare))):
+        argv += [flag, value] if value else []
+    return argv
+
+
 def train(config, dataset, output_dir, extra=()):
     """piiner-train in a fresh process (a run's memory and threads end with it); raises on failure."""
     command = [sys.executable, "-m", "piiner.train", "--config", config, "--dataset", dataset, "--output_dir",
@@ -417,6 +456,11 @@ def parser():
     h.add_argument("--data", required=True, help="the gold corpus the reports were scored on")
     h.add_argument("--compare", help="baselines to score on each half's rows beside the model (comma-separated: "
                    f"{', '.join(BASELINES)}; default: those each whole report was compared with)")
+    s = sub.add_parser("rescore", help="score a folder's reports again from their saved predictions (and the "
+                       "baselines' they were compared with), e.g. after a change to the scoring")
+    s.add_argument("folder")
+    s.add_argument("--prefix", default="eval_", help="report files <prefix><name>.json (default: eval_)")
+    s.add_argument("--data", help="the gold corpus (default: the one each report names)")
     a = sub.add_parser("ablation-table", help="print an ablation folder's F1 per variant and source as markdown")
     a.add_argument("folder")
     a.add_argument("--scored", default="eval", choices=["eval", "whole", "development", "report"],
@@ -449,8 +493,8 @@ def main(argv=None):
         if unknown:
             p.error(f"--compare names {', '.join(unknown)}: the baselines are {', '.join(BASELINES)}")
     commands = {"in-source": in_source, "leave-one-out": leave_one_out, "ablation": ablation, "table": table,
-                "halves": halves, "unscored-table": unscored_table, "redaction-table": redaction_table,
-                "ablation-table": ablation_table}
+                "halves": halves, "rescore": rescore, "unscored-table": unscored_table,
+                "redaction-table": redaction_table, "ablation-table": ablation_table}
     commands[args.command](args)
     return 0
 
