@@ -158,11 +158,11 @@ def score(rows, gold, pred, types, set_aside=None, redacted=None):
     report = span_metrics(gold, pred, types=types)
     if set_aside is not None:
         report["set_aside_unjudged"] = set_aside
+    texts = [r["text"] for r in rows]
     report["relaxed"] = relaxed_matches(gold, pred, types=types)
-    report["redaction"] = redaction_coverage([r["text"] for r in rows], gold, pred if redacted is None else redacted,
-                                             types)
+    report["redaction"] = redaction_coverage(texts, gold, pred if redacted is None else redacted, types)
     if types:
-        report["unscored"] = unscored_spans([r["text"] for r in rows], pred, types,
+        report["unscored"] = unscored_spans(texts, pred, types,
                                             [r.get("labelled_types") for r in rows],
                                             [r.get("not_pii_spans") for r in rows], gold)
     sources = sorted({r.get("source") for r in rows} - {None})

@@ -298,10 +298,10 @@ def redaction_coverage(texts, gold, pred, types=None):
             if keep is not None and span_type not in keep:
                 continue
             inside = counted[start:end]
-            found = int((covered[start:end] & inside).sum())
+            size, found = int(inside.sum()), int((covered[start:end] & inside).sum())
             spans += 1
-            hidden_spans += found == int(inside.sum())
-            chars += int(inside.sum())
+            hidden_spans += found == size
+            chars += size
             hidden_chars += found
     return {"gold_spans": spans, "hidden_spans": hidden_spans,
             "span_recall": hidden_spans / spans if spans else None,

@@ -298,10 +298,7 @@ def table(args):
                                                 for reports in runs.values())
     rows = []
     for source, reports in runs.items():
-        texts = {report["meta"]["n_texts"] for report in reports}
-        if len(texts) > 1:
-            raise SystemExit(f"{source}: its runs scored different numbers of texts ({sorted(texts)}); a table "
-                             "averages runs on the same rows only")
+        n_texts = _texts_scored(source, reports)
         in_source = []
         if args.in_source:
             path = os.path.join(args.in_source, f"eval_{source}.json")
@@ -318,11 +315,8 @@ def table(args):
             cell = "-" if scores[0] is None else \
                 f"{scores[0]['f1']:.3f} ({scores[0]['precision']:.3f} / {scores[0]['recall']:.3f})"
         interval = reports[0].get("interval") if len(reports) == 1 else None
-        compare = {}
-        for report in reports:  # the baselines are the same on every run's rows: the first run that has each
-            for system, scored in (report.get("compare") or {}).items():
-                compare.setdefault(system, scored)
-        cells = [source, f"{texts.pop():,}", cell,
+        compare = _first_compared(reports)
+        cells = [source, f"{n_texts:,}", cell,
                  *([f"{interval_text(interval)} ({interval['documents']:,})" if interval and interval["f1"] else "-"]
                    if intervals else []),
                  *in_source, *(_cell(_f1({"compare": compare}, system, args.scheme)) if system in compare else "-"
@@ -356,26 +350,40 @@ def unscored_table(args):
 def redaction_table(args):
     """Markdown: per source, what redacting every predicted span (whatever its type) hides: the share of gold spans
     hidden whole and the share of all characters redacted, piiner's (mean and range over runs) and each baseline's.
-    Reports written before the measure existed show "-": `halves` scores a folder's halves again from the saved
-    predictions."""
+    Reports written before the measure existed show "-": `rescore` (and `halves`, for the halves) scores them again
+    from their saved predictions."""
     columns = ["source", "texts", "piiner: gold spans hidden", "piiner: characters redacted",
                *(f"{BASELINES[s].removesuffix(' F1')}: hidden / redacted" for s in BASELINES)]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for source, reports in _runs(args.folder, args.prefix).items():
-        if len({report["meta"]["n_texts"] for report in reports}) > 1:
-            raise SystemExit(f"{source}: its runs scored different numbers of texts; a table averages runs on the "
-                             "same rows only")
+        n_texts = _texts_scored(source, reports)
         coverage = [report.get("redaction") or {} for report in reports]
-        compare = {}
-        for report in reports:  # the baselines are the same on every run's rows: the first run that has each
-            for system, scored in (report.get("compare") or {}).items():
-                compare.setdefault(system, scored.get("redaction"))
-        cells = [source, f"{reports[0]['meta']['n_texts']:,}",
+        compare = {system: scored.get("redaction") for system, scored in _first_compared(reports).items()}
+        cells = [source, f"{n_texts:,}",
                  _runs_cell(coverage, "span_recall"), _runs_cell(coverage, "redacted_share"),
                  *(f"{_cell(compare[s]['span_recall'])} / {_cell(compare[s]['redacted_share'])}" if compare.get(s)
                    else "-" for s in BASELINES)]
         lines.append("| " + " | ".join(cells) + " |")
     print("\n".join(lines))
+
+
+def _texts_scored(source, reports):
+    """The number of texts every run of `source` scored: runs on other rows cannot share a row of a table."""
+    texts = {report["meta"]["n_texts"] for report in reports}
+    if len(texts) > 1:
+        raise SystemExit(f"{source}: its runs scored different numbers of texts ({sorted(texts)}); a table "
+                         "averages runs on the same rows only")
+    return texts.pop()
+
+
+def _first_compared(reports):
+    """Each compared system's scores from the first run that has it: the baselines are the same on every run's
+    rows."""
+    compare = {}
+    for report in reports:
+        for system, scored in (report.get("compare") or {}).items():
+            compare.setdefault(system, scored)
+    return compare
 
 
 def _runs_cell(coverage, key):
