@@ -288,3 +288,30 @@ def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_on
     assert lines[0].startswith("| source | texts | piiner out of source F1 | F1 95% interval (documents) |")
     assert lines[2:] == ["| btc | 948 | 0.700 (0.700 / 0.700) | - | - | - | - |",
                          "| sec_filings | 121 | 0.410 (0.410 / 0.410) | 0.250-0.580 (3) | - | - | - |"]
+
+
+def test_halves_keep_a_comparison_with_a_predictions_file_and_stop_where_that_file_is_gone(tmp_path):
+    """A whole report compared with another run's predictions (`--compare old=FILE.jsonl`) keeps that comparison in
+    both halves; a compared file that is gone cannot be run again like a baseline, so nothing is scored."""
+    rows = [{"id": f"t{i}", "group": f"doc{i}", "source": "btc", "text": f"Ann Lee met Bo Kim {i}.",
+             "spans": [{"start": 0, "end": 7, "label": "PERSON"}]} for i in range(8)]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "_predictions").mkdir()
+    (tmp_path / "_predictions" / "whole_btc.jsonl").write_text("".join(
+        json.dumps({"id": r["id"], "spans": r["spans"]}) + "\n" for r in rows))
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(json.dumps({"id": r["id"], "spans": []}) + "\n" for r in rows))
+    whole = {"overall": {"f1": 1.0}, "compare": {"old": {"overall": {"f1": 0.0}}},
+             "meta": {"source": "btc", "split": "train,validation,test", "types": ["PERSON"], "n_texts": 8,
+                      "compare": [f"old={old}"]}}
+    (tmp_path / "whole_btc.json").write_text(json.dumps(whole))
+    main(["halves", str(tmp_path), "--data", str(gold)])
+    for half in ("development", "report"):
+        scored = json.loads((tmp_path / f"{half}_btc.json").read_text())
+        assert scored["overall"]["tp"] == 4 and scored["compare"]["old"]["overall"]["tp"] == 0
+        (tmp_path / f"{half}_btc.json").unlink()
+    old.unlink()
+    with pytest.raises(SystemExit, match="the predictions of old, which it was compared with, are not saved"):
+        main(["halves", str(tmp_path), "--data", str(gold)])
+    assert not list(tmp_path.glob("development_*")) and not list(tmp_path.glob("report_*"))

@@ -97,29 +97,16 @@ def saved_predictions(report):
 def score_halves(whole, data, compare=None):
     """A whole-corpus report (`whole_<name>.json`) scored again on each half of its documents, from the predictions
     saved beside it, into `development_<name>.json` and `report_<name>.json`; returns their paths. ``data``: the
-    gold corpus (the report's own, when it was written in another folder or on another machine). The baselines the
+    gold corpus (the report's own, when it was written in another folder or on another machine). The systems the
     whole report was compared with (or ``compare``, a list of `BASELINES`) are scored on each half's rows too: from
-    their predictions saved beside the model's, where the whole run kept them, else run again."""
-    from piiner.evaluation.cli import compared_predictions, run
+    their predictions saved beside the model's, where the whole run kept them, else (a baseline) run again."""
+    from piiner.evaluation.cli import run
 
     folder, name = os.path.split(whole)
     name = name.removeprefix("whole_").removesuffix(".json")
-    predictions = saved_predictions(whole)
-    if not os.path.isfile(predictions):
-        raise FileNotFoundError(f"{whole}: its predictions {predictions} are missing; score the source whole again")
-    with open(whole) as f:
-        report = json.load(f)
-    meta = report["meta"]
-    if compare is None:
-        compare = [system for system in report.get("compare") or {} if system in BASELINES]
-    compare = [f"{system}={compared_predictions(predictions, system)}"
-               if os.path.isfile(compared_predictions(predictions, system)) else system for system in compare]
-    outs = []
-    for half in HALVES:
-        outs.append(os.path.join(folder, f"{half}_{name}.json"))
-        argv = ["--predictions", predictions, "--data", data, "--source", meta["source"], "--split", meta["split"],
-                "--half", half, "--out", outs[-1]] + (["--compare", ",".join(compare)] if compare else [])
-        run(argv + (["--types", ",".join(meta["types"])] if meta.get("types") else []))
+    outs = [os.path.join(folder, f"{half}_{name}.json") for half in HALVES]
+    for argv in [_rescore_argv(whole, data, out, half, compare, rerun=True) for half, out in zip(HALVES, outs)]:
+        run(argv)
     return outs
 
 
@@ -154,25 +141,36 @@ def rescore(args):
         run(argv)
 
 
-def _rescore_argv(path, data=None):
-    """piiner-evaluate's arguments that score the report at `path` again from the saved predictions."""
+def _rescore_argv(path, data=None, out=None, half=None, compare=None, rerun=False):
+    """piiner-evaluate's arguments that score the report at `path` again from its saved predictions, into `out` (the
+    report itself by default), on one `half` of its documents or on the rows it scored. Each system it was compared
+    with (or ``compare``, a list of `BASELINES`) is read from the predictions saved beside the model's or from the
+    file it was given as; where neither exists, a baseline is run again if `rerun`, else SystemExit before anything
+    is scored."""
     from piiner.evaluation.cli import compared_predictions
 
-    with open(path) as f:
-        meta = json.load(f)["meta"]
     predictions = saved_predictions(path)
-    compare = []
-    for item in meta.get("compare") or ():
+    if not os.path.isfile(predictions):
+        raise SystemExit(f"{path}: its predictions {predictions} are missing; score the source again")
+    with open(path) as f:
+        report = json.load(f)
+    meta = report["meta"]
+    systems = []
+    for item in compare if compare is not None else meta.get("compare") or report.get("compare") or ():
         system, _, given = item.partition("=")
         saved = compared_predictions(predictions, system)
         found = saved if os.path.isfile(saved) else given
-        if not (found and os.path.isfile(found)):
+        if found and os.path.isfile(found):
+            systems.append(f"{system}={found}")
+        elif rerun and system in BASELINES:
+            systems.append(system)
+        else:
             raise SystemExit(f"{path}: the predictions of {system}, which it was compared with, are not saved "
-                             f"({saved}); nothing was rescored")
-        compare.append(f"{system}={found}")
-    argv = ["--predictions", predictions, "--data", data or meta["data"], "--split", meta["split"], "--out", path]
-    for flag, value in (("--source", meta.get("source")), ("--half", meta.get("half")),
-                        ("--types", ",".join(meta.get("types") or ())), ("--compare", ",".join(compare))):
+                             f"({saved}{' nor ' + given if given else ''}); nothing was rescored")
+    argv = ["--predictions", predictions, "--data", data or meta["data"], "--split", meta["split"],
+            "--out", out or path]
+    for flag, value in (("--source", meta.get("source")), ("--half", half or meta.get("half")),
+                        ("--types", ",".join(meta.get("types") or ())), ("--compare", ",".join(systems))):
         argv += [flag, value] if value else []
     return argv
 
