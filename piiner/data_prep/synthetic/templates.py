@@ -146,7 +146,7 @@ TEMPLATES = {
         "Daytime number: <PHONE> (leave a message)",
         "ph <PHONE> / alt <PHONE>",
         "The caller at <PHONE> hung up at <neg:timestamp>.",
-        "Reach the front desk at <PHONE>, ext. 204.",
+        "Reach the front desk at <PHONE> at any hour.",
         "We received a missed call from <PHONE> at <neg:timestamp>.",
     ],
     "DATE_OF_BIRTH": [
