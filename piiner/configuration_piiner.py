@@ -56,9 +56,9 @@ class PiiNerConfig(PreTrainedConfig):
             (added, no gate) or `"none"` (no char CNN at all). The last two exist for the ablation that shows what
             the char CNN and the gate earn.
         multiline_types (`list[str]`, defaults to `["STREET_ADDRESS"]` where it is a label type):
-            The types an entity may keep across a line break. An entity of any other type ends at one, and a token
-            after the break tagged I- starts a new entity: the encoder's tokenizer reads a line break as a space, so
-            without this the model runs a name on the last line of a heading or a form field into the next line.
+            The types an entity may keep across a line break or a tab. An entity of any other type ends at one, and
+            a token after it tagged I- starts a new entity: the encoder's tokenizer reads both as a space, so without
+            this the model runs a name on the last line of a heading, or a form field's value, into the next one.
             No entity keeps across a blank line (the end of a paragraph or a message).
         capitalised_types (`list[str]`, defaults to `["PERSON", "LOCATION", "ORGANIZATION"]` where label types):
             The types whose entities carry a capital letter wherever the text is written in mixed case. In a

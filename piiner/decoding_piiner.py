@@ -85,14 +85,20 @@ def _entity(text, start, end, entity_type, scores, type_to_tier):
     }
 
 
+def _continues(gap, multiline):
+    """Whether an I- token after `gap`, the text since the entity's last token, continues it: never after a blank
+    line; after a line break or a tab only for a type that may run over lines."""
+    return gap.count("\n") < 2 if multiline else "\n" not in gap and "\t" not in gap
+
+
 def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, multiline_types=()):
     """BIO tags over tokens -> whole entities with exact character offsets into `text`.
 
     An entity runs from the start of its B- token (or of a stray I- token, which starts a new entity rather than
     being dropped) to the end of the last following I- token of the same type; `word == text[start:end]`. An I-
-    token after a line break continues the entity only for a type in `multiline_types` (`config.multiline_types`:
-    an address), and after a blank line (two line breaks) for no type: otherwise it starts a new entity, as a stray
-    I- does.
+    token after a line break or a tab (a form's field separator: "Sex/Gender\tF") continues the entity only for a
+    type in `multiline_types` (`config.multiline_types`: an address), and after a blank line (two line breaks) for
+    no type: otherwise it starts a new entity, as a stray I- does. The encoder's tokenizer reads both as a space.
     Special and padding tokens (`start == end`) and tokens outside the CRF chain (tag id < 0, e.g. -100) are
     skipped. The entity's `score` is the *minimum* of its tokens'
     confidences: an entity is no more certain than its least certain token, and for CRF marginals the minimum
@@ -117,7 +123,7 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, 
             continue
         prefix, entity_type = _label_of(tag_id, id2label)
         if (prefix == "I" and current is not None and current[0] == entity_type
-                and text[current[2]:start].count("\n") < (2 if entity_type in multiline_types else 1)):
+                and _continues(text[current[2]:start], entity_type in multiline_types)):
             current[2] = end
             current[3].append(score)
             continue

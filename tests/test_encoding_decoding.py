@@ -362,6 +362,19 @@ def test_decode_stray_inside_tag_starts_an_entity_and_type_change_splits():
     assert got[0]["tier"] == 1 and got[1]["tier"] == 4
 
 
+def test_an_entity_ends_at_a_tab_as_at_a_line_break_unless_its_type_runs_over_lines():
+    # A tab separates a form's fields ("Sex/Gender\tman", "Name\tLisa Gilette\tDOB ...") and the tokenizer reads it
+    # as a space, so the model can run a value on into the next field; no gold span in the corpus holds a tab.
+    text = "Lisa Gilette\tKristen Quinn\t12 Main St\tSpringfield"
+    offsets = [(0, 4), (5, 12), (13, 20), (21, 26), (27, 29), (30, 34), (35, 37), (38, 49)]
+    labels = ["B-PERSON", "I-PERSON", "I-PERSON", "I-PERSON", "B-STREET_ADDRESS", "I-STREET_ADDRESS",
+              "I-STREET_ADDRESS", "I-STREET_ADDRESS"]
+    ids = [LABEL2ID[label] for label in labels]
+    got = decode_entities(text, offsets, ids, [0.9] * len(ids), ID2LABEL, TIER_OF, ["STREET_ADDRESS"])
+    assert [(e["type"], e["word"]) for e in got] == [
+        ("PERSON", "Lisa Gilette"), ("PERSON", "Kristen Quinn"), ("STREET_ADDRESS", "12 Main St\tSpringfield")]
+
+
 def test_an_entity_ends_at_a_line_break_unless_its_type_runs_over_lines_and_every_entity_at_a_blank_line():
     # The tokenizer reads a line break as a space, so the model can tag a name on to the next line: "Coach: Lisa
     # Gilette\nKristen Quinn" is two persons, "Name: John\nTIN: ..." a person and then a field label.
