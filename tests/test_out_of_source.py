@@ -292,7 +292,8 @@ def test_table_gives_each_f1_its_interval_over_documents_where_the_report_has_on
 
 def test_halves_keep_a_comparison_with_a_predictions_file_and_stop_where_that_file_is_gone(tmp_path):
     """A whole report compared with another run's predictions (`--compare old=FILE.jsonl`) keeps that comparison in
-    both halves; a compared file that is gone cannot be run again like a baseline, so nothing is scored."""
+    both halves; a compared file that is gone cannot be run again like a baseline, so no half of any report is
+    written."""
     rows = [{"id": f"t{i}", "group": f"doc{i}", "source": "btc", "text": f"Ann Lee met Bo Kim {i}.",
              "spans": [{"start": 0, "end": 7, "label": "PERSON"}]} for i in range(8)]
     gold = tmp_path / "gold.jsonl"
@@ -311,7 +312,11 @@ def test_halves_keep_a_comparison_with_a_predictions_file_and_stop_where_that_fi
         scored = json.loads((tmp_path / f"{half}_btc.json").read_text())
         assert scored["overall"]["tp"] == 4 and scored["compare"]["old"]["overall"]["tp"] == 0
         (tmp_path / f"{half}_btc.json").unlink()
-    old.unlink()
-    with pytest.raises(SystemExit, match="the predictions of old, which it was compared with, are not saved"):
+    # another whole report, scored after this one, compared with a file that is gone: neither report's halves written
+    (tmp_path / "_predictions" / "whole_zz_btc.jsonl").write_text(
+        (tmp_path / "_predictions" / "whole_btc.jsonl").read_text())
+    gone = dict(whole, meta=dict(whole["meta"], compare=[f"gone={tmp_path / 'gone.jsonl'}"]))
+    (tmp_path / "whole_zz_btc.json").write_text(json.dumps(gone))
+    with pytest.raises(SystemExit, match="the predictions of gone, which it was compared with, are not saved"):
         main(["halves", str(tmp_path), "--data", str(gold)])
     assert not list(tmp_path.glob("development_*")) and not list(tmp_path.glob("report_*"))

@@ -96,22 +96,28 @@ def saved_predictions(report):
 
 def score_halves(whole, data, compare=None):
     """A whole-corpus report (`whole_<name>.json`) scored again on each half of its documents, from the predictions
-    saved beside it, into `development_<name>.json` and `report_<name>.json`; returns their paths. ``data``: the
-    gold corpus (the report's own, when it was written in another folder or on another machine). The systems the
-    whole report was compared with (or ``compare``, a list of `BASELINES`) are scored on each half's rows too: from
-    their predictions saved beside the model's, where the whole run kept them, else (a baseline) run again."""
+    saved beside it, into `development_<name>.json` and `report_<name>.json`. ``data``: the gold corpus (the
+    report's own, when it was written in another folder or on another machine). The systems the whole report was
+    compared with (or ``compare``, a list of `BASELINES`) are scored on each half's rows too: from their predictions
+    saved beside the model's, where the whole run kept them, else (a baseline) run again."""
     from piiner.evaluation.cli import run
 
+    for argv in _halves_argv(whole, data, compare):
+        run(argv)
+
+
+def _halves_argv(whole, data, compare=None):
     folder, name = os.path.split(whole)
     name = name.removeprefix("whole_").removesuffix(".json")
-    outs = [os.path.join(folder, f"{half}_{name}.json") for half in HALVES]
-    for argv in [_rescore_argv(whole, data, out, half, compare, rerun=True) for half, out in zip(HALVES, outs)]:
-        run(argv)
-    return outs
+    return [_rescore_argv(whole, data, os.path.join(folder, f"{half}_{name}.json"), half, compare, rerun=True)
+            for half in HALVES]
 
 
 def halves(args):
-    """Every whole-corpus report of a folder scored on each half of its documents (`score_halves`)."""
+    """Every whole-corpus report of a folder scored on each half of its documents (`score_halves`); every report's
+    arguments are found before any is scored, so a missing file stops it with nothing rewritten."""
+    from piiner.evaluation.cli import run
+
     wholes = [name for name in sorted(os.listdir(args.folder)) if name.startswith("whole_") and name.endswith(".json")]
     if not wholes:
         raise SystemExit(f"{args.folder}: no whole_<name>.json report to split (an ablation or leave-one-out writes "
@@ -121,8 +127,8 @@ def halves(args):
         raise SystemExit(f"{args.folder}: no saved predictions (_predictions/) behind {', '.join(missing)}; score "
                          "those sources whole again. Nothing was rescored")
     compare = args.compare.split(",") if args.compare else None
-    for name in wholes:
-        score_halves(os.path.join(args.folder, name), args.data, compare)
+    for argv in [argv for name in wholes for argv in _halves_argv(os.path.join(args.folder, name), args.data, compare)]:
+        run(argv)
 
 
 def rescore(args):
