@@ -115,7 +115,8 @@ def _halves_argv(whole, data, compare=None):
 
 def halves(args):
     """Every whole-corpus report of a folder scored on each half of its documents (`score_halves`); every report's
-    arguments are found before any is scored, so a missing file stops it with nothing rewritten."""
+    arguments are found before any is scored, so a compared predictions file that is gone (one that cannot be run
+    again, as a baseline can) stops it before any half is written."""
     from piiner.evaluation.cli import run
 
     wholes = [name for name in sorted(os.listdir(args.folder)) if name.startswith("whole_") and name.endswith(".json")]
