@@ -224,10 +224,11 @@ def test_halves_rescore_each_whole_report_on_both_halves_of_its_documents_from_i
     assert not list(tmp_path.glob("development_*")) and not list(tmp_path.glob("report_*"))
 
 
-def test_rescore_scores_a_finished_runs_reports_again_from_the_saved_predictions_of_every_system(tmp_path):
+def test_rescore_scores_a_finished_runs_reports_again_from_the_saved_predictions_of_every_system(tmp_path, capsys):
     """After a change to the scoring: each report with its predictions saved, and the systems it was compared with,
-    get the new figures; strict ones come back the same. A compared system whose predictions are gone stops it before
-    any report is rewritten."""
+    get the new figures; strict ones come back the same. A report without saved predictions is left as it was and
+    named, not passed over in silence. A compared system whose predictions are gone stops it before any report is
+    rewritten."""
     rows = [{"id": f"t{i}", "group": f"doc{i}", "source": "btc", "text": f"Ann Lee met Bo Kim {i}.",
              "spans": [{"start": 0, "end": 7, "label": "PERSON"}, {"start": 11, "end": 17, "label": "PERSON"}]}
             for i in range(4)]
@@ -241,7 +242,10 @@ def test_rescore_scores_a_finished_runs_reports_again_from_the_saved_predictions
            "meta": {"data": str(gold), "source": "btc", "split": "test", "types": ["PERSON"], "compare": ["regex"],
                     "n_texts": 4}}
     (tmp_path / "eval_btc.json").write_text(json.dumps(old))
+    (tmp_path / "eval_gum.json").write_text(json.dumps(old))  # scored elsewhere: no predictions beside it
     main(["rescore", str(tmp_path)])
+    assert "reports left as they were, no predictions saved in _predictions/ (1): eval_gum.json" in capsys.readouterr().err
+    assert json.loads((tmp_path / "eval_gum.json").read_text()) == old
     new = json.loads((tmp_path / "eval_btc.json").read_text())
     assert new["overall"]["f1"] == pytest.approx(2 / 3) and new["redaction"]["hidden_spans"] == 4
     assert new["compare"]["regex"]["overall"]["f1"] == 0 and new["compare"]["regex"]["redaction"]["hidden_spans"] == 0

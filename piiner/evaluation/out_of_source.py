@@ -136,13 +136,19 @@ def rescore(args):
     """Every report of a folder that `evaluate_source` wrote (``<prefix><name>.json`` with its predictions in
     ``_predictions/``) scored again from those predictions, with each system it was compared with from that system's
     saved predictions: after a change to the scoring, a finished run gets the new figures without running a model.
-    Strict figures come back the same. `halves` does the same for the halves of whole-corpus reports."""
+    Strict figures come back the same. A report whose predictions are not saved (the trainer's ``eval_results.json``,
+    one scored elsewhere) is left as it was, and named on stderr. `halves` does the same for the halves of
+    whole-corpus reports."""
     from piiner.evaluation.cli import run
 
-    names = [n for n in sorted(os.listdir(args.folder)) if n.startswith(args.prefix) and n.endswith(".json")
-             and os.path.isfile(saved_predictions(os.path.join(args.folder, n)))]
+    reports = [n for n in sorted(os.listdir(args.folder)) if n.startswith(args.prefix) and n.endswith(".json")]
+    names = [n for n in reports if os.path.isfile(saved_predictions(os.path.join(args.folder, n)))]
     if not names:
         raise SystemExit(f"{args.folder}: no {args.prefix}<name>.json report with its predictions in _predictions/")
+    left = [n for n in reports if n not in names]
+    if left:
+        print(f"{args.folder}: reports left as they were, no predictions saved in _predictions/ ({len(left)}): "
+              f"{', '.join(left)}", file=sys.stderr)
     runs = [_rescore_argv(os.path.join(args.folder, name), args.data) for name in names]  # all found before any runs
     for argv in runs:
         run(argv)
