@@ -123,7 +123,7 @@ def halves(args):
     if not wholes:
         raise SystemExit(f"{args.folder}: no whole_<name>.json report to split (an ablation or leave-one-out writes "
                          "them)")
-    missing = [name for name in wholes if not os.path.isfile(saved_predictions(os.path.join(args.folder, name)))]
+    _, missing = _by_saved_predictions(args.folder, wholes)
     if missing:
         raise SystemExit(f"{args.folder}: no saved predictions (_predictions/) behind {', '.join(missing)}; score "
                          "those sources whole again. Nothing was rescored")
@@ -142,16 +142,21 @@ def rescore(args):
     from piiner.evaluation.cli import run
 
     reports = [n for n in sorted(os.listdir(args.folder)) if n.startswith(args.prefix) and n.endswith(".json")]
-    names = [n for n in reports if os.path.isfile(saved_predictions(os.path.join(args.folder, n)))]
+    names, left = _by_saved_predictions(args.folder, reports)
     if not names:
         raise SystemExit(f"{args.folder}: no {args.prefix}<name>.json report with its predictions in _predictions/")
-    left = [n for n in reports if n not in names]
     if left:
         print(f"{args.folder}: reports left as they were, no predictions saved in _predictions/ ({len(left)}): "
               f"{', '.join(left)}", file=sys.stderr)
     runs = [_rescore_argv(os.path.join(args.folder, name), args.data) for name in names]  # all found before any runs
     for argv in runs:
         run(argv)
+
+
+def _by_saved_predictions(folder, reports):
+    """The report names of `folder` whose predictions are saved beside them (`saved_predictions`), and the rest."""
+    saved = [name for name in reports if os.path.isfile(saved_predictions(os.path.join(folder, name)))]
+    return saved, [name for name in reports if name not in saved]
 
 
 def _rescore_argv(path, data=None, out=None, half=None, compare=None, rerun=False):
