@@ -3,7 +3,7 @@
 A surrogate keeps the shape a reader or a downstream parser relies on (an SSN stays ``ddd-dd-dddd`` with a
 plausible area number, a card number keeps its grouping and passes the Luhn check, an IBAN keeps its country,
 length and a valid mod-97 checksum, a date keeps its field order, padding and month-name style) while carrying
-none of the original's content beyond that shape (and, for cards, the first digit, which only names the brand).
+none of the original's content beyond that shape (and, for cards, the first two digits, which name most card networks).
 
 Every surrogate is drawn from a random generator seeded with HMAC-SHA256(key, type, value), so the same value of
 the same type always gets the same surrogate under one key: within a document, and across documents and runs
@@ -117,7 +117,9 @@ def fake_card(value, rng, faker):
     digits = [c for c in value if c in ASCII_DIGITS]
     if not 12 <= len(digits) <= 19:
         return None
-    payload = digits[0] + "".join(str(rng.randint(0, 9)) for _ in range(len(digits) - 2))
+    # Kept: the first two digits, so that the surrogate is a number of the same network (34 and 37 American Express,
+    # 51-55 Mastercard); the issuer's digits after them are drawn anew.
+    payload = "".join(digits[:2]) + "".join(str(rng.randint(0, 9)) for _ in range(len(digits) - 3))
     return fill_layout(value, payload + luhn_check_digit(payload), ASCII_DIGITS.__contains__)
 
 
