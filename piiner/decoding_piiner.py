@@ -12,7 +12,7 @@ import torch
 
 from .checksums import luhn_valid
 from .crf_numba import marginals_cpu, viterbi_cpu
-from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
+from .encoding_piiner import _as_offset_pairs, _strip_span, fold_width, paragraphs
 from .pii_schema import label_ids_of_types, split_label
 
 
@@ -311,7 +311,10 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
 
     Returns:
         `(tag_ids, tag_scores)`, of a path on which every entity passes its check.
+
+    The checks read `text` as the model does (`fold_width`): "１０．０．０．１" is an IP address.
     """
+    text = fold_width(text)
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
     checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | set(DIGIT_TYPES)

@@ -29,6 +29,16 @@ _FIBONACCI_MULTIPLIER = 0x9E3779B1
 # str.isspace() and the regex \s agree on str patterns (both use Py_UNICODE_ISSPACE); tests check it.
 _WORD = re.compile(r"\S+")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# Full-width forms (U+FF01-FF5E: "０２０", "ＳＳＮ：") and the ideographic space, which East Asian input methods and some
+# forms write, as the ASCII they stand for. The vocabulary has none of them: a number written so was [UNK] tokens
+# and hashed char ids, and went unfound.
+_FULL_WIDTH = {0xFF01 + i: 0x21 + i for i in range(94)} | {0x3000: 0x20}
+
+
+def fold_width(text):
+    """`text` with its full-width forms as their ASCII characters, one code point for one, so that an offset into the
+    result is an offset into `text`. The encoder, the char CNN and the decoder's type checks all read text so."""
+    return text if text.isascii() else text.translate(_FULL_WIDTH)
 
 
 def encode_char(ch, char_vocab_size):
@@ -259,7 +269,8 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
 
     Args:
         tokenizer: a fast (Rust) tokenizer: the offsets it returns are what maps predictions back to the text.
-        texts (`str` or `list[str]`): the texts, as they are (no normalisation; offsets point into them).
+        texts (`str` or `list[str]`): the texts; offsets point into them as given. Full-width forms are read as
+            their ASCII characters (`fold_width`, one code point for one); nothing else is normalised.
         config: the model config (`PiiNerConfig`): `max_word_chars`, `char_vocab_size`, `char_kernel_sizes`,
             `line_break_marker` and the encoder's `max_position_embeddings` are read from it.
         max_length (`int`, *optional*): tokens per window, special tokens included (default: `default_max_length`).
@@ -274,7 +285,7 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         The tokenizer's `BatchEncoding` (input_ids, attention_mask, token_type_ids when the tokenizer makes them,
         offset_mapping, overflow_to_sample_mapping) plus `char_ids`: (windows, T, C) when tensors, else nested lists.
     """
-    texts = _check_texts(texts)
+    texts = [fold_width(text) for text in _check_texts(texts)]
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(
             f"{type(tokenizer).__name__} is a slow tokenizer: piiner needs a fast tokenizer (token offsets into the "

@@ -5,6 +5,7 @@ The regex baseline of the evaluation and the `--detector regex` of the tools bot
 import re
 
 from piiner.checksums import iban_valid, luhn_valid
+from piiner.encoding_piiner import fold_width
 from piiner.pii_schema import TIER_OF
 
 
@@ -118,7 +119,9 @@ def url_without_punctuation(url):
 
 
 def regex_spans(text):
-    """Non-overlapping PII spans found by the patterns above, sorted by start."""
+    """Non-overlapping PII spans found by the patterns above, sorted by start. Full-width forms are read as their
+    ASCII (`fold_width`, one code point for one), as the model reads them."""
+    text = fold_width(text)
     candidates = []
     for priority, (span_type, pattern, refine) in enumerate(PATTERNS):
         for m in pattern.finditer(text):

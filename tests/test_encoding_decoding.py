@@ -174,6 +174,19 @@ def test_encode_texts_adds_char_ids_matching_token_char_ids(tiny_tokenizer):
         assert not enc["char_ids"][w, :, width:].any()
 
 
+def test_full_width_forms_are_read_as_the_ascii_they_stand_for_with_offsets_into_the_text(tiny_tokenizer):
+    """East Asian input methods and some forms write letters, digits and punctuation full width ("０２０"); the
+    vocabulary has none of them, so a number written so was [UNK] tokens and went unfound. Both the encoder and the
+    char CNN now read them as their ASCII forms, one code point for one, so the offsets stay the text's own."""
+    ascii_text = "SSN:123-45-6789 john@x.com (call me)"
+    full_width = "ＳＳＮ：１２３－４５－６７８９\u3000ｊｏｈｎ＠ｘ．ｃｏｍ （ｃａｌｌ ｍｅ）"
+    assert len(full_width) == len(ascii_text)
+    a, f = (encode_texts(tiny_tokenizer, text, CONFIG) for text in (ascii_text, full_width))
+    assert tiny_tokenizer.unk_token_id not in f["input_ids"][0].tolist()
+    for key in ("input_ids", "offset_mapping", "char_ids"):
+        assert torch.equal(a[key], f[key]), key
+
+
 def test_a_line_break_marker_makes_each_line_break_a_token_without_characters(tiny_tokenizer):
     """The tokenizer drops "\n" as whitespace: with the config's marker the encoder sees one token per line break,
     at the break's own offsets, with no char ids (so outside the CRF chain); every other token is as before."""
@@ -470,6 +483,8 @@ def _checked_middle_token(text, offsets, labels, ranked, **checks):
 @pytest.mark.parametrize("number, expected", [
     ("745.25.1139", "SSN"),  # three groups: no IP address, so the type the model ranks next
     ("10.0.0.1", "IP_ADDRESS"),  # an IP address stays one, and nothing is decoded again
+    ("１０．０．０．１", "IP_ADDRESS"),  # written full width it is still one
+    ("７４５．２５．１１３９", "SSN"),
 ])
 def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, expected):
     text = f"id {number} ok"
@@ -481,6 +496,7 @@ def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, e
 @pytest.mark.parametrize("word, expected", [
     ("podiobooks.com", "URL"),  # a domain alone is no e-mail address: the type the model ranks next
     ("bob@podiobooks.com", "EMAIL"),
+    ("ｂｏｂ＠ｐｏｄｉｏｂｏｏｋｓ．ｃｏｍ", "EMAIL"),  # its full-width at sign is one
 ])
 def test_an_email_address_needs_an_at_sign(word, expected):
     labels = {0: "O", 1: "B-EMAIL", 2: "I-EMAIL", 3: "B-URL", 4: "I-URL", 5: "B-PHONE", 6: "I-PHONE"}
@@ -650,6 +666,9 @@ DIGIT_LABELS = {0: "O", 1: "B-CREDIT_CARD", 2: "I-CREDIT_CARD", 3: "B-SSN", 4: "
     ("SSN 078-05-1120 ok", (3, 4, 0), (0, 3, 1), [("078-05-1120", "SSN")]),
     # a card in groups holds no letter and stands as it is
     ("Card 4111 1111 1111 1111 now", (0, 1, 2, 2, 2, 0), (1, 0, 0, 0, 0, 1), [("4111 1111 1111 1111", "CREDIT_CARD")]),
+    # written full width it still passes Luhn
+    ("Card ４１１１ １１１１ １１１１ １１１１ now", (0, 1, 2, 2, 2, 0), (1, 0, 0, 0, 0, 1),
+     [("４１１１ １１１１ １１１１ １１１１", "CREDIT_CARD")]),
 ])
 def test_a_card_number_or_ssn_holds_no_letter(text, tags, runner_up, expected):
     """A card number and an SSN are digits and separators: a token with a letter in an entity of either type is

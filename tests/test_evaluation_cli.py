@@ -435,6 +435,12 @@ def test_regex_patterns(text, expected):
     assert _found(text) == expected
 
 
+def test_regex_reads_full_width_forms_as_their_ascii_with_offsets_into_the_text():
+    text = "Reach ｊａｎｅ．ｄｏｅ＠ｍａｉｌ．ｃｏ．ｕｋ re SSN：０７８－０５－１１２１; card ４１１１ １１１１ １１１１ １１１１."
+    assert _found(text) == [("ｊａｎｅ．ｄｏｅ＠ｍａｉｌ．ｃｏ．ｕｋ", "EMAIL"), ("０７８－０５－１１２１", "SSN"),
+                            ("４１１１ １１１１ １１１１ １１１１", "CREDIT_CARD")]
+
+
 def test_regex_spans_never_overlap():
     text = "4111 1111 1111 1111 123-45-6789 john@x.io http://john@x.io 192.168.1.1"
     spans = regex_spans(text)

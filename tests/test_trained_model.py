@@ -56,3 +56,12 @@ def test_two_identifiers_in_one_sentence_are_both_found(tagger, text, wanted):
     it toward other types."""
     found = {(e["type"], e["word"]) for e in tagger(text)}
     assert wanted <= found, found
+
+
+def test_identifiers_written_full_width_are_found_as_in_ascii(tagger):
+    """East Asian input methods write digits full width ("０２０"); they were [UNK] tokens, and nothing was found."""
+    ascii_text = "Her card 4111 1111 1111 1111 was charged twice; SSN on file 123-45-6789."
+    full_width = ascii_text.translate({ord(c): ord(c) + 0xFEE0 for c in "0123456789"})
+    found = [(e["type"], e["start"], e["end"]) for e in tagger(full_width)]
+    assert found == [(e["type"], e["start"], e["end"]) for e in tagger(ascii_text)]
+    assert {"CREDIT_CARD", "SSN"} <= {t for t, _, _ in found}
