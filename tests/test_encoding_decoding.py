@@ -484,7 +484,7 @@ def _checked_middle_token(text, offsets, labels, ranked, **checks):
     ("745.25.1139", "SSN"),  # three groups: no IP address, so the type the model ranks next
     ("10.0.0.1", "IP_ADDRESS"),  # an IP address stays one, and nothing is decoded again
     ("１０．０．０．１", "IP_ADDRESS"),  # written full width it is still one
-    ("７４５．２５．１１３９", "SSN"),
+    ("７４５．２５．１１３９", "SSN"),  # and full width, three groups are still none
 ])
 def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, expected):
     text = f"id {number} ok"
