@@ -1,10 +1,24 @@
 """Check digits of the identifiers piiner generates, replaces and detects: Luhn (payment cards, IMEIs) and the
-ISO 13616 mod-97 of IBANs. One implementation for data_prep (synthetic values), deid (surrogates), evaluation
-(the regex baseline) and decoding (a card must pass Luhn), so it ships with the weights: standard library only."""
+ISO 13616 mod-97 of IBANs, and the digits they are read from (`fold_width`: full-width forms as ASCII). One
+implementation for data_prep (synthetic values), deid (surrogates), evaluation (the regex baseline), encoding and
+decoding (a card must pass Luhn), so it ships with the weights: standard library only."""
 
 import re
 
 _DIGITS = frozenset("0123456789")
+
+# Full-width forms (U+FF01-FF5E: "０２０", "ＳＳＮ：") and the ideographic space, which East Asian input methods and some
+# forms write, as the ASCII they stand for. The encoder's vocabulary has none of them: a number written so was [UNK]
+# tokens and hashed char ids, and went unfound.
+_FULL_WIDTH = {0xFF01 + i: 0x21 + i for i in range(94)} | {0x3000: 0x20}
+_ANY_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")  # most texts hold none; a search costs far less
+
+
+def fold_width(text):
+    """`text` with its full-width forms as their ASCII characters, one code point for one, so that an offset into the
+    result is an offset into `text`. The encoder, the char CNN, the decoder's checks, the regex detector and the
+    surrogates all read text so."""
+    return text.translate(_FULL_WIDTH) if _ANY_FULL_WIDTH.search(text) else text
 
 
 def luhn_check_digit(payload: str) -> str:

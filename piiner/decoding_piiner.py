@@ -10,9 +10,9 @@ import re
 import numpy as np
 import torch
 
-from .checksums import luhn_valid
+from .checksums import fold_width, luhn_valid
 from .crf_numba import marginals_cpu, viterbi_cpu
-from .encoding_piiner import _as_offset_pairs, _strip_span, fold_width, paragraphs
+from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
 from .pii_schema import label_ids_of_types, split_label
 
 

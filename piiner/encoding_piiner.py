@@ -1,6 +1,6 @@
 """Text -> model inputs for piiner: token windows, offsets and the char ids of each token's source word.
 
-Ships with the weights: imports only torch, NumPy and the standard library.
+Ships with the weights: imports only torch, NumPy, the standard library and its sibling ``checksums``.
 
 The char CNN reads, for every subword token, the characters of the whole whitespace-delimited word the token comes
 from, taken from the original text (case and punctuation kept), so "(John" and "SSN:123-45-6789" keep the
@@ -16,6 +16,8 @@ import re
 import numpy as np
 import torch
 
+from .checksums import fold_width
+
 
 # Ids kept for code points outside the direct range. Every code point maps somewhere, so no text can index past
 # the embedding (the reference crashed on ids >= 256).
@@ -29,19 +31,6 @@ _FIBONACCI_MULTIPLIER = 0x9E3779B1
 # str.isspace() and the regex \s agree on str patterns (both use Py_UNICODE_ISSPACE); tests check it.
 _WORD = re.compile(r"\S+")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-# Full-width forms (U+FF01-FF5E: "０２０", "ＳＳＮ：") and the ideographic space, which East Asian input methods and some
-# forms write, as the ASCII they stand for. The vocabulary has none of them: a number written so was [UNK] tokens
-# and hashed char ids, and went unfound.
-_FULL_WIDTH = {0xFF01 + i: 0x21 + i for i in range(94)} | {0x3000: 0x20}
-_ANY_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")  # most texts hold none; a search costs far less
-
-
-def fold_width(text):
-    """`text` with its full-width forms as their ASCII characters, one code point for one, so that an offset into the
-    result is an offset into `text`. The encoder, the char CNN and the decoder's type checks all read text so."""
-    return text.translate(_FULL_WIDTH) if _ANY_FULL_WIDTH.search(text) else text
-
-
 def encode_char(ch, char_vocab_size):
     """Id of one character for the char embedding.
 

@@ -4,8 +4,7 @@ The regex baseline of the evaluation and the `--detector regex` of the tools bot
 
 import re
 
-from piiner.checksums import iban_valid, luhn_valid
-from piiner.encoding_piiner import fold_width
+from piiner.checksums import fold_width, iban_valid, luhn_valid
 from piiner.pii_schema import TIER_OF
 
 

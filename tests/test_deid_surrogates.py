@@ -124,6 +124,15 @@ def test_generic_fallback_preserves_character_classes(gen, value):
             assert a == b
 
 
+@pytest.mark.parametrize("value, pii_type", [("４１１１ １１１１ １１１１ １１１１", "CREDIT_CARD"), ("１２３-４５-６７８９", "SSN"),
+                                             ("ｊｏｈｎ＠ｘ．ｃｏｍ", "EMAIL")])
+def test_a_value_written_full_width_gets_the_surrogate_of_its_ascii_form(gen, value, pii_type):
+    """Read as the detectors read it: a full-width card keeps its network and passes Luhn, and the same number
+    written either way is one value (one surrogate)."""
+    ascii_value = value.translate({c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)})
+    assert gen(value, pii_type) == gen(ascii_value, pii_type) != ascii_value
+
+
 def test_same_value_same_surrogate_under_one_key_and_different_under_another():
     a, b, other = SurrogateGenerator(KEY), SurrogateGenerator(KEY), SurrogateGenerator(b"another key")
     values = [("123-45-6789", "SSN"), ("John Smith", "PERSON"), ("a@b.com", "EMAIL")]

@@ -24,7 +24,7 @@ import string
 
 from faker import Faker
 
-from piiner.checksums import iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
+from piiner.checksums import fold_width, iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
 
 ASCII_DIGITS = frozenset(string.digits)
 
@@ -392,6 +392,9 @@ GENERATORS = {
 class SurrogateGenerator:
     """Maps (value, type) to a realistic, format-preserving fake, deterministically under ``key`` (bytes).
 
+    A value is read as the detectors read it (`fold_width`): written in full-width digits or letters, it gets the
+    surrogate of its ASCII form.
+
     Example::
 
         >>> gen = SurrogateGenerator(b"secret")
@@ -410,7 +413,7 @@ class SurrogateGenerator:
         self._cached = functools.lru_cache(maxsize=cache_size)(self._generate)
 
     def __call__(self, value, pii_type):
-        return self._cached(value, pii_type)
+        return self._cached(fold_width(value), pii_type)
 
     def _generate(self, value, pii_type):
         generator = GENERATORS.get(pii_type)
