@@ -14,11 +14,14 @@ _FULL_WIDTH = {0xFF01 + i: 0x21 + i for i in range(94)} | {0x3000: 0x20}
 _ANY_FULL_WIDTH = re.compile("[\uff01-\uff5e\u3000]")  # most texts hold none; a search costs far less
 
 
-def fold_width(text):
-    """`text` with its full-width forms as their ASCII characters, one code point for one, so that an offset into the
-    result is an offset into `text`. The encoder, the char CNN, the decoder's checks, the regex detector and the
-    surrogates all read text so."""
-    return text.translate(_FULL_WIDTH) if _ANY_FULL_WIDTH.search(text) else text
+def fold_width(text, start=0, end=None):
+    """`text` with the full-width forms of `text[start:end]` (all of it by default) as their ASCII characters, one
+    code point for one, so that an offset into the result is an offset into `text`. The encoder, the char CNN, the
+    decoder's checks, the regex detector and the surrogates all read text so."""
+    end = len(text) if end is None else end
+    if not _ANY_FULL_WIDTH.search(text, start, end):
+        return text
+    return text[:start] + text[start:end].translate(_FULL_WIDTH) + text[end:]
 
 
 def luhn_check_digit(payload: str) -> str:

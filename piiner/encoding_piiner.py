@@ -31,6 +31,8 @@ _FIBONACCI_MULTIPLIER = 0x9E3779B1
 # str.isspace() and the regex \s agree on str patterns (both use Py_UNICODE_ISSPACE); tests check it.
 _WORD = re.compile(r"\S+")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def encode_char(ch, char_vocab_size):
     """Id of one character for the char embedding.
 

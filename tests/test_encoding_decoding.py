@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from transformers import BertConfig
 
 from conftest import TINY_VOCAB, build_tiny_tokenizer
+from piiner.checksums import fold_width
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.decoding_piiner import decode_entities, merge_windows
 from piiner.encoding_piiner import (
@@ -185,6 +186,13 @@ def test_full_width_forms_are_read_as_the_ascii_they_stand_for_with_offsets_into
     assert tiny_tokenizer.unk_token_id not in f["input_ids"][0].tolist()
     for key in ("input_ids", "offset_mapping", "char_ids"):
         assert torch.equal(a[key], f[key]), key
+
+
+def test_fold_width_folds_only_the_given_range_and_keeps_every_offset():
+    text = "ＳＳＮ １２３ and ＪＯ"
+    assert fold_width(text) == "SSN 123 and JO"
+    assert fold_width(text, 4, 7) == "ＳＳＮ 123 and ＪＯ"
+    assert fold_width("plain text", 2, 5) == "plain text"
 
 
 def test_a_line_break_marker_makes_each_line_break_a_token_without_characters(tiny_tokenizer):
