@@ -343,6 +343,19 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
     return timings
 
 
+def timed(function, spent):
+    """`function`, adding the seconds each call takes to ``spent[0]``."""
+
+    def run(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - started
+
+    return run
+
+
 def pipeline_overhead(model_dir, doc_chars=1200, batches=BATCHES, docs=32, profile_top=0, threads=None):
     """Time inside the model's forward against the whole pipeline call; the rest is the Python around the model."""
     import cProfile
@@ -360,16 +373,7 @@ def pipeline_overhead(model_dir, doc_chars=1200, batches=BATCHES, docs=32, profi
     pipe = PiiNerTokenClassificationPipeline(model=model, tokenizer=_load_tokenizer(model_dir, model.config))
     texts = make_documents(docs, doc_chars)
     inside = [0.0]
-    forward = model.forward
-
-    def timed_forward(*args, **kwargs):
-        started = time.perf_counter()
-        try:
-            return forward(*args, **kwargs)
-        finally:
-            inside[0] += time.perf_counter() - started
-
-    model.forward = timed_forward
+    model.forward = timed(model.forward, inside)
     results = {}
     for batch in batches:
         pipe(texts[:batch], batch_size=batch)  # warm-up

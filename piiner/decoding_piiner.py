@@ -4,6 +4,8 @@ turned into whole entities with exact character offsets into the original text.
 Ships with the weights: imports only torch, NumPy, the standard library and its siblings.
 """
 
+import bisect
+import functools
 import ipaddress
 import re
 
@@ -200,15 +202,24 @@ DIGIT_TYPES = {
 # Types whose entities never hold whitespace: one that runs over a space ("http://t.co/x MileyCyrus" as one URL) ends
 # before it, the word after the space getting whatever the model ranks next there.
 UNBROKEN_TYPES = frozenset({"URL", "EMAIL", "IP_ADDRESS", "USERNAME", "MAC_ADDRESS", "CRYPTO_WALLET"})
+_NOT_SPACE = re.compile(r"\S*")
 
 
 def _mixed_case(text):
     return any(c.isupper() for c in text) and any(c.islower() for c in text)
 
 
+@functools.lru_cache(maxsize=1)
+def _cased_paragraphs(text):
+    """Where each paragraph of `text` begins, and whether it mixes upper and lower case: read once per text (the
+    last one is kept), since the checks ask it of every entity in every window of the text."""
+    bounds = paragraphs(text)
+    return [start for start, _ in bounds], [_mixed_case(text[start:end]) for start, end in bounds]
+
+
 def _in_cased_paragraph(text, position):
-    start, end = next((s, e) for s, e in paragraphs(text) if s <= position < e)
-    return _mixed_case(text[start:end])
+    starts, mixed = _cased_paragraphs(text)
+    return mixed[bisect.bisect_right(starts, position) - 1]
 
 
 def _lower_case_only(word):
@@ -241,8 +252,11 @@ def lower_case_ends(text, entity, capitalised_types=()):
 
 
 def _word_around(text, start, end):
-    """The whitespace-delimited word of `text` that holds the characters `start:end`."""
-    return re.search(r"\S*$", text[:start]).group() + text[start:end] + re.match(r"\S*", text[end:]).group()
+    """The whitespace-delimited word of `text` that holds the characters `start:end`, read outward from them."""
+    first = start
+    while first > 0 and not text[first - 1].isspace():
+        first -= 1
+    return text[first:_NOT_SPACE.match(text, end).end()]
 
 
 def _lettered(token, word, allowed):
