@@ -63,7 +63,7 @@ def write_file(path, size_bytes, seed=0):
 def measure(path, args):
     """(peak RSS bytes, seconds, lines out) of one piiner-redact run in a child process."""
     cmd = [sys.executable, "-m", "piiner.deid", path, "--format", "lines", "--mode", args.mode, "--no-progress",
-           "--batch-size", str(args.batch_size), "--format", "text"]
+           "--batch-size", str(args.batch_size)]
     cmd += ["--model", args.model] if args.model else ["--detector", "regex"]
     start = time.perf_counter()
     # ru_maxrss of RUSAGE_CHILDREN is the largest child so far, so each size runs under its own wrapper process.

@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import piiner.evaluation.cli as evaluate_model
 from piiner.evaluation.baselines import iban_valid, luhn_valid, regex_spans
@@ -445,6 +447,45 @@ def test_regex_spans_never_overlap():
     text = "4111 1111 1111 1111 123-45-6789 john@x.io http://john@x.io 192.168.1.1"
     spans = regex_spans(text)
     assert all(a["end"] <= b["start"] for a, b in zip(spans, spans[1:]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60), st.integers(1, 12), st.sampled_from("ABC")), max_size=40))
+def test_overlapping_spans_are_dropped_in_order_of_preference(spans):
+    """The first of two overlapping spans wins, whatever came before: checked against every pair."""
+    from piiner.patterns import non_overlapping
+
+    spans = [(start, start + length, label) for start, length, label in spans]
+    kept = []
+    for start, end, label in spans:
+        if all(end <= s or start >= e for s, e, _ in kept):
+            kept.append((start, end, label))
+    assert non_overlapping(spans) == [{"start": s, "end": e, "label": t} for s, e, t in sorted(kept)]
+
+
+def test_dropping_overlaps_does_not_compare_each_span_with_every_kept_one():
+    """The regex detector runs on whole documents: 18,000 spans in 2 MB of text took two minutes to make
+    non-overlapping when each was compared with every span kept before it."""
+    from piiner.patterns import non_overlapping
+
+    comparisons = [0]
+
+    class Counted(int):
+        """An offset that counts the comparisons made with it."""
+
+    def counted(compare):
+        def method(self, other):
+            comparisons[0] += 1
+            return compare(self, other)
+        return method
+
+    for name in ("__lt__", "__le__", "__gt__", "__ge__"):
+        setattr(Counted, name, counted(getattr(int, name)))
+
+    n = 2_000
+    kept = non_overlapping((Counted(10 * i), Counted(10 * i + 5), "SSN") for i in range(n))
+    assert len(kept) == n
+    assert comparisons[0] < 30 * n  # about log2(n) each, not n / 2
 
 
 def test_presidio_results_are_renamed_and_made_non_overlapping_without_presidio_installed():
