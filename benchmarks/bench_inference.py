@@ -420,24 +420,28 @@ def check_onnx_equal(model_dir, onnx_dir, n_texts, batch=32, seed=1):
 # Setup and report
 
 
+def save_random_head(backbone: str, model_dir: str) -> str:
+    """A piiner model on `backbone` with a randomly initialised head (seed 0) and its tokenizer, saved to `model_dir`."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+
+    torch.manual_seed(0)
+    PiiNerForTokenClassification.from_backbone(backbone).save_pretrained(model_dir)
+    AutoTokenizer.from_pretrained(backbone).save_pretrained(model_dir)
+    return model_dir
+
+
 def prepare_model(args, workdir: Path) -> tuple[str, str]:
     """The piiner snapshot (--model, or a MiniLM backbone with a random head saved to `workdir`) and its ONNX export
     with an int8 copy (--onnx-dir, or exported now)."""
-    import torch
 
     from piiner.export.onnx_export import export_onnx
     from piiner.export.quantize import INT8_ONNX_FILE, quantize_int8
     from piiner.modeling_piiner import PiiNerForTokenClassification
 
-    model_dir = args.model
-    if model_dir is None:
-        from transformers import AutoTokenizer
-
-        torch.manual_seed(0)
-        model = PiiNerForTokenClassification.from_backbone(args.backbone)
-        model_dir = str(workdir / "model")
-        model.save_pretrained(model_dir)
-        AutoTokenizer.from_pretrained(args.backbone).save_pretrained(model_dir)
+    model_dir = args.model or save_random_head(args.backbone, str(workdir / "model"))
     onnx_dir = args.onnx_dir or str(workdir / "onnx")
     if not (Path(onnx_dir) / "model.onnx").is_file():
         print(f"exporting {model_dir} to {onnx_dir} ...", file=sys.stderr)

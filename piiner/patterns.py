@@ -3,6 +3,7 @@ mod-97 for IBANs, the SSN issuing rules, IPv4 ranges) for the structured types; 
 The regex baseline of the evaluation and the `--detector regex` of the tools both run it."""
 
 import bisect
+import operator
 import re
 
 from piiner.checksums import fold_width, iban_valid, luhn_valid
@@ -134,15 +135,17 @@ def regex_spans(text):
     return non_overlapping((start, end, t) for _, _, start, end, t in sorted(candidates))
 
 
+_START = operator.itemgetter(0)
+
+
 def non_overlapping(spans_by_preference):
     """Greedily keep spans in the given order of preference, dropping any that overlaps a kept one (and any of no
     characters). The kept spans are held sorted: they are disjoint, so of those that start before a span ends, only
     the last can reach into it, and each span is checked by one binary search, not against every span kept."""
-    starts, kept = [], []
+    kept = []
     for start, end, span_type in spans_by_preference:
-        before = bisect.bisect_left(starts, end)  # kept[:before] start before this span ends
+        before = bisect.bisect_left(kept, end, key=_START)  # kept[:before] start before this span ends
         if start < end and not (before and kept[before - 1][1] > start):
-            starts.insert(before, start)
             kept.insert(before, (start, end, span_type))
     return [{"start": s, "end": e, "label": t} for s, e, t in kept]
 
