@@ -1,8 +1,10 @@
 """A linear-chain CRF over BIO labels: the parameters, and the log-space algorithms that use them.
 
 Kept in small separate pieces: `PiiNerCRF` holds the parameters and the BIO constraint; `crf_log_partition`
-(forward algorithm), `crf_path_score`, `crf_backward`, `crf_marginals`, `crf_token_nll` and `viterbi_decode` are
-plain functions of tensors, each vectorised over the batch.
+(forward algorithm), `crf_path_score`, `crf_backward` (and log Z from its messages), `crf_marginals`,
+`crf_token_nll`, `crf_partial_nll` and `viterbi_decode` are plain functions of tensors, each vectorised over the
+batch. The losses run one sequential pass (the backward algorithm) per call: on a GPU a pass is hundreds of small
+kernel launches, so the number of passes, not the arithmetic, sets a training step's time.
 
 Conventions used everywhere in this file:
 
@@ -303,13 +305,30 @@ def crf_token_nll(
     `-log p(y) = sum_k -log p(y_k | y_{k-1}, x)`, with `log p(y_k | y_{k-1}, x) = transitions[y_k, y_{k-1}] +
     emission_k[y_k] + beta_k[y_k] - beta_{k-1}[y_{k-1}]` (and `start[y_1] + emission_1[y_1] + beta_1[y_1] - log Z` at
     the first position). Each term is >= 0 and their row sum is `log Z - path score`; weighting the terms weights
-    the tokens.
+    the tokens. One backward pass gives both the messages and log Z (`crf_log_partition_from_backward`).
 
     Returns:
         `torch.Tensor` of shape `(batch, seq_len)`: the per-position terms, 0 off the mask.
     """
-    log_z, _ = crf_log_partition(emissions, mask, start, transitions, end)
     betas = crf_backward(emissions, mask, transitions, end)
+    log_z = crf_log_partition_from_backward(emissions, mask, start, betas)
+    return token_nll_terms(emissions, tags, mask, start, transitions, log_z, betas)
+
+
+def crf_log_partition_from_backward(
+    emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, betas: torch.Tensor
+) -> torch.Tensor:
+    """log Z per row from `crf_backward`'s messages: `log sum_y exp(start[y] + emission[y] + beta[y])` at the row's
+    first real position (0 for a row without one). The same value as `crf_log_partition`'s, so a loss that needs the
+    backward messages gets log Z without a forward pass."""
+    index = mask.int().argmax(dim=1).view(-1, 1, 1).expand(-1, 1, betas.shape[-1])  # the first real position
+    at_first = (emissions.float().gather(1, index) + betas.gather(1, index)).squeeze(1)
+    log_z = torch.logsumexp(at_first + start.unsqueeze(0), dim=-1)
+    return torch.where(mask.any(dim=1), log_z, torch.zeros_like(log_z))
+
+
+def token_nll_terms(emissions, tags, mask, start, transitions, log_z, betas) -> torch.Tensor:
+    """`crf_token_nll`'s per-position terms from a row's log Z and backward messages."""
     local, prev = _path_terms(emissions, tags, mask, start, transitions)
     safe_tags = tags.clamp(min=0)
     beta_here = betas.gather(-1, safe_tags.unsqueeze(-1)).squeeze(-1)
@@ -343,10 +362,17 @@ def crf_partial_nll(
     Returns:
         `torch.Tensor` of shape `(batch,)`, >= 0 (0 for a row without a real position).
     """
-    log_z, _ = crf_log_partition(emissions, mask, start, transitions, end)
-    kept = emissions.float().masked_fill(~allowed, FORBIDDEN_SCORE)
-    log_z_allowed, _ = crf_log_partition(kept, mask, start, transitions, end)
+    # Both normalisers in one backward pass over the rows stacked twice (one sequential loop, not two).
+    rows, row_mask = torch.cat([emissions.float(), allowed_only(emissions, allowed)]), torch.cat([mask, mask])
+    betas = crf_backward(rows, row_mask, transitions, end)
+    log_z, log_z_allowed = crf_log_partition_from_backward(rows, row_mask, start, betas).chunk(2)
     return log_z - log_z_allowed
+
+
+def allowed_only(emissions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """The emissions with every label not `allowed` at a position scored forbidden: their log Z sums over the
+    paths consistent with a partial annotation."""
+    return emissions.float().masked_fill(~allowed, FORBIDDEN_SCORE)
 
 
 def crf_marginals(

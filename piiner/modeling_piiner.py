@@ -21,13 +21,14 @@ from .configuration_piiner import PiiNerConfig
 from .crf_numba import crf_decode_cpu
 from .crf_piiner import (
     PiiNerCRF,
+    allowed_only,
     bio_constraints,
     begin_of,
-    crf_log_partition,
+    crf_backward,
+    crf_log_partition_from_backward,
     crf_marginals,
-    crf_partial_nll,
     crf_path_score,
-    crf_token_nll,
+    token_nll_terms,
     viterbi_decode,
 )
 from .pipeline_piiner import PiiNerTokenClassificationPipeline  # noqa: F401  (imported so save_pretrained copies it)
@@ -565,24 +566,30 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         not_pii_mask, unjudged_mask = masks["not_pii_mask"].bool(), masks["unjudged_mask"].bool() & mask
         unannotated_labels = unannotated_labels.bool()
         partial = unannotated_labels.any(-1) | unjudged_mask.any(-1)
-        nll = emissions.new_zeros(labels.shape[0])
         full = ~partial
-        if bool(full.any()):
-            e, t, m, w = emissions[full], tags[full], mask[full], label_weights[full]
-            if w.dim() == 2:
-                nll[full] = (crf_token_nll(e, t, m, start, transitions, end) * w).sum(-1)
-            else:
-                log_z, _ = crf_log_partition(e, m, start, transitions, end)
-                nll[full] = (log_z - crf_path_score(e, t, m, start, transitions, end)) * w
-        if bool(partial.any()):
-            e, t, m, w = emissions[partial], tags[partial], mask[partial], label_weights[partial]
-            outside = (t == self.config.label2id.get("O", 0)) & ~not_pii_mask[partial]
-            allowed = (nn.functional.one_hot(t, self.num_labels).bool()
-                       | (outside.unsqueeze(-1) & unannotated_labels[partial].unsqueeze(1))
-                       | unjudged_mask[partial].unsqueeze(-1))
-            if w.dim() == 2:  # a row weight: the mean weight of its labelled tokens
-                w = (w * m).sum(-1) / m.sum(-1).clamp(min=1)
-            nll[partial] = crf_partial_nll(e, allowed, m, start, transitions, end) * w
+        t, m, w = tags[partial], mask[partial], label_weights[partial]
+        outside = (t == self.config.label2id.get("O", 0)) & ~not_pii_mask[partial]
+        allowed = (nn.functional.one_hot(t, self.num_labels).bool()
+                   | (outside.unsqueeze(-1) & unannotated_labels[partial].unsqueeze(1))
+                   | unjudged_mask[partial].unsqueeze(-1))
+        # One backward pass for the whole batch: the fully labelled rows, the partial rows and the partial rows
+        # open to their allowed labels, stacked (a pass is a sequential loop, the step's cost on a GPU).
+        rows = torch.cat([emissions[full], emissions[partial], allowed_only(emissions[partial], allowed)])
+        row_mask = torch.cat([mask[full], m, m])
+        betas = crf_backward(rows, row_mask, transitions, end)
+        log_z = crf_log_partition_from_backward(rows, row_mask, start, betas)
+        n_full, n_partial = int(full.sum()), len(t)
+        log_z_full, log_z_partial, log_z_allowed = log_z.split([n_full, n_partial, n_partial])
+        nll = emissions.new_zeros(labels.shape[0])
+        e, t_full, m_full, w_full = emissions[full], tags[full], mask[full], label_weights[full]
+        if w_full.dim() == 2:
+            terms = token_nll_terms(e, t_full, m_full, start, transitions, log_z_full, betas[:n_full])
+            nll[full] = (terms * w_full).sum(-1)
+        else:
+            nll[full] = (log_z_full - crf_path_score(e, t_full, m_full, start, transitions, end)) * w_full
+        if w.dim() == 2:  # a partial row's weight: the mean weight of its labelled tokens
+            w = (w * m).sum(-1) / m.sum(-1).clamp(min=1)
+        nll[partial] = (log_z_partial - log_z_allowed) * w
         has_positions = mask.any(-1)
         return nll[has_positions].sum() / has_positions.sum().clamp(min=1)
 

@@ -376,6 +376,31 @@ def test_records_of_a_names_only_corpus_mark_every_other_label_as_unannotated(ti
         PiiTrainingArguments(output_dir="unused", absent_types="PASWORD", report_to="none")
 
 
+def test_a_batch_of_full_and_partial_rows_costs_one_pass_over_its_positions(monkeypatch):
+    """The loss's sequential loop is a GPU step's cost (hundreds of tiny kernels per pass): token-weighted full rows
+    and partial rows (two normalisers each) are stacked into one backward pass, not a pass per quantity."""
+    from piiner import crf_piiner
+    from piiner.modeling_piiner import PiiNerForTokenClassification
+
+    steps = []
+    for name in ("forward_step", "backward_step"):
+        original = getattr(crf_piiner._TransitionSums, name)
+        monkeypatch.setattr(crf_piiner._TransitionSums, name,
+                            lambda self, x, _original=original, _name=name: steps.append(_name) or _original(self, x))
+    torch.manual_seed(0)
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
+    input_ids, char_ids = torch.randint(5, 99, (3, 6)), torch.randint(1, 100, (3, 6, 3))
+    char_ids[:, 0] = 0  # [CLS]
+    labels = torch.tensor([[-100, 0, LABEL2ID["B-EMAIL"], 0, 0, 0], [-100, LABEL2ID["B-PERSON"], 0, 0, 0, 0],
+                           [-100, 0, 0, LABEL2ID["B-PERSON"], LABEL2ID["I-PERSON"], 0]])
+    unannotated = torch.zeros(3, len(LABEL2ID), dtype=torch.bool)
+    unannotated[1:, LABEL2ID["B-EMAIL"]] = True
+    loss = model(input_ids, char_ids=char_ids, labels=labels, label_weights=torch.rand(3, 6) + 0.5,
+                 unannotated_labels=unannotated).loss
+    loss.backward()
+    assert steps == ["backward_step"] * 6 and torch.isfinite(loss)
+
+
 def test_partial_rows_are_scored_by_the_marginal_likelihood_full_rows_as_before():
     from piiner.crf_piiner import crf_partial_nll, crf_token_nll
     from piiner.modeling_piiner import PiiNerForTokenClassification
