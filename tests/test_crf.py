@@ -14,7 +14,9 @@ from piiner.crf_piiner import (
     FORBIDDEN_SCORE,
     PiiNerCRF,
     bio_constraints,
+    crf_backward,
     crf_log_partition,
+    crf_log_partition_from_backward,
     crf_marginals,
     crf_path_score,
     crf_partial_nll,
@@ -88,15 +90,19 @@ def decode(implementation, emissions, start, transitions, end):
 def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained, scale, implementation):
     emissions, start, transitions, end = random_crf(seed, constrained, scale)
     log_z, _ = crf_log_partition(emissions, MASK, start, transitions, end)
+    # The losses read log Z from the backward messages instead: the same value.
+    log_z_backward = crf_log_partition_from_backward(emissions, MASK, start,
+                                                     crf_backward(emissions, MASK, transitions, end))
     tags, best_scores, marginals = decode(implementation, emissions, start, transitions, end)
     for row in range(MASK.shape[0]):
         paths = list(enumerate_paths(emissions[row], MASK[row], start, transitions, end))
         if not MASK[row].any():
-            assert log_z[row] == 0 and best_scores[row] == 0
+            assert log_z[row] == 0 and log_z_backward[row] == 0 and best_scores[row] == 0
             assert (tags[row] == -100).all() and marginals[row].sum() == 0
             continue
         expected_log_z = log_sum_exp([score for _, _, score in paths])
         assert log_z[row].item() == pytest.approx(expected_log_z, abs=1e-4, rel=1e-6)
+        assert log_z_backward[row].item() == pytest.approx(expected_log_z, abs=1e-4, rel=1e-6)
         positions, best_path, best = max(paths, key=lambda item: item[2])
         assert tags[row, positions].tolist() == list(best_path)
         assert (tags[row, ~MASK[row]] == -100).all()
