@@ -567,29 +567,28 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
         unannotated_labels = unannotated_labels.bool()
         partial = unannotated_labels.any(-1) | unjudged_mask.any(-1)
         full = ~partial
-        t, m, w = tags[partial], mask[partial], label_weights[partial]
-        outside = (t == self.config.label2id.get("O", 0)) & ~not_pii_mask[partial]
-        allowed = (nn.functional.one_hot(t, self.num_labels).bool()
+        e_full, t_full, m_full, w_full = emissions[full], tags[full], mask[full], label_weights[full]
+        e_part, t_part, m_part, w_part = emissions[partial], tags[partial], mask[partial], label_weights[partial]
+        outside = (t_part == self.config.label2id.get("O", 0)) & ~not_pii_mask[partial]
+        allowed = (nn.functional.one_hot(t_part, self.num_labels).bool()
                    | (outside.unsqueeze(-1) & unannotated_labels[partial].unsqueeze(1))
                    | unjudged_mask[partial].unsqueeze(-1))
         # One backward pass for the whole batch: the fully labelled rows, the partial rows and the partial rows
         # open to their allowed labels, stacked (a pass is a sequential loop, the step's cost on a GPU).
-        rows = torch.cat([emissions[full], emissions[partial], allowed_only(emissions[partial], allowed)])
-        row_mask = torch.cat([mask[full], m, m])
+        rows = torch.cat([e_full, e_part, allowed_only(e_part, allowed)])
+        row_mask = torch.cat([m_full, m_part, m_part])
         betas = crf_backward(rows, row_mask, transitions, end)
-        log_z = crf_log_partition_from_backward(rows, row_mask, start, betas)
-        n_full, n_partial = int(full.sum()), len(t)
-        log_z_full, log_z_partial, log_z_allowed = log_z.split([n_full, n_partial, n_partial])
+        log_z_full, log_z_part, log_z_allowed = crf_log_partition_from_backward(rows, row_mask, start, betas).split(
+            [len(e_full), len(e_part), len(e_part)])
         nll = emissions.new_zeros(labels.shape[0])
-        e, t_full, m_full, w_full = emissions[full], tags[full], mask[full], label_weights[full]
         if w_full.dim() == 2:
-            terms = token_nll_terms(e, t_full, m_full, start, transitions, log_z_full, betas[:n_full])
+            terms = token_nll_terms(e_full, t_full, m_full, start, transitions, log_z_full, betas[:len(e_full)])
             nll[full] = (terms * w_full).sum(-1)
         else:
-            nll[full] = (log_z_full - crf_path_score(e, t_full, m_full, start, transitions, end)) * w_full
-        if w.dim() == 2:  # a partial row's weight: the mean weight of its labelled tokens
-            w = (w * m).sum(-1) / m.sum(-1).clamp(min=1)
-        nll[partial] = (log_z_partial - log_z_allowed) * w
+            nll[full] = (log_z_full - crf_path_score(e_full, t_full, m_full, start, transitions, end)) * w_full
+        if w_part.dim() == 2:  # a partial row's weight: the mean weight of its labelled tokens
+            w_part = (w_part * m_part).sum(-1) / m_part.sum(-1).clamp(min=1)
+        nll[partial] = (log_z_part - log_z_allowed) * w_part
         has_positions = mask.any(-1)
         return nll[has_positions].sum() / has_positions.sum().clamp(min=1)
 
