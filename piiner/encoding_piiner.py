@@ -251,6 +251,54 @@ def length_order(texts):
     return sorted(range(len(texts)), key=lambda i: len(texts[i]))
 
 
+# Characters read at each end of a text to find its first and last token: a token never spans more than a word, and
+# a word cut at the edge of the stretch still ends (starts) where it does in the whole text.
+_EDGE_CHARS = 64
+
+
+class WindowCoverageError(RuntimeError):
+    """The tokenizer's overflow windows do not reach the ends of a text (see `_check_windows_cover`)."""
+
+
+def _real_bounds(offsets):
+    real = [(s, e) for s, e in offsets if e > s]
+    return (real[0][0], real[-1][1]) if real else None
+
+
+def _check_windows_cover(tokenizer, inputs, encoding, max_length):
+    """Raise unless the windows of every text that overflowed reach its first and last tokens.
+
+    tokenizers 0.23.1 and 0.23.2 stop tokenizing a truncated text early (huggingface/tokenizers#2091): its overflow
+    then holds one short window and the rest of the text is silently gone, unseen by the model and unredacted. A text
+    whose first window is not full was never truncated, so only the others are checked, against their first and last
+    tokens as the tokenizer gives them without truncation."""
+    first_window, reach = {}, {}
+    for w, (sample, offsets) in enumerate(zip(encoding["overflow_to_sample_mapping"], encoding["offset_mapping"])):
+        first_window.setdefault(sample, w)
+        bounds = _real_bounds(offsets)
+        if bounds:
+            low, high = reach.get(sample, bounds)
+            reach[sample] = (min(low, bounds[0]), max(high, bounds[1]))
+    truncated = [p for p, w in first_window.items() if sum(encoding["attention_mask"][w]) >= max_length]
+    if not truncated:
+        return
+    edges = tokenizer([inputs[p][:_EDGE_CHARS] for p in truncated] + [inputs[p][-_EDGE_CHARS:] for p in truncated],
+                      add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    for k, p in enumerate(truncated):
+        head, tail = _real_bounds(edges[k]), _real_bounds(edges[len(truncated) + k])
+        shift = max(len(inputs[p]) - _EDGE_CHARS, 0)
+        want = (head[0] if head else reach[p][0], tail[1] + shift if tail else reach[p][1])
+        if reach[p] != want:
+            import tokenizers
+
+            raise WindowCoverageError(
+                f"the tokenizer's windows of a text reach its characters {reach[p][0]}:{reach[p][1]}, but its tokens "
+                f"run over {want[0]}:{want[1]}: the rest would go unread. Installed: tokenizers "
+                f"{tokenizers.__version__}; 0.23.1 and 0.23.2 drop what follows a truncated text's first window "
+                "(huggingface/tokenizers#2091): install tokenizers 0.23.3 or later, or 0.22."
+            )
+
+
 def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_tensors="pt", split_paragraphs=True):
     """Tokenize texts for piiner: windows, offsets and char ids.
 
@@ -304,11 +352,12 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
     marker = getattr(config, "line_break_marker", None)
     pieces = [(i, start, end) for i, text in enumerate(texts)
               for start, end in (paragraphs(text) if split_paragraphs else [(0, len(text))])]
+    # Lone surrogates (which no UTF-8 tokenizer accepts) as U+FFFD and line breaks as the config's marker, one code
+    # point for one: offsets stay those of the original text, which the char ids and the entities are read from (a
+    # marker's token reads "\n" there, which has no characters: no char ids, no CRF position).
+    inputs = [_with_markers(_LONE_SURROGATE.sub("\ufffd", texts[i][start:end]), marker) for i, start, end in pieces]
     encoding = tokenizer(
-        # Lone surrogates (which no UTF-8 tokenizer accepts) as U+FFFD and line breaks as the config's marker, one
-        # code point for one: offsets stay those of the original text, which the char ids and the entities are
-        # read from (a marker's token reads "\n" there, which has no characters: no char ids, no CRF position).
-        [_with_markers(_LONE_SURROGATE.sub("\ufffd", texts[i][start:end]), marker) for i, start, end in pieces],
+        inputs,
         truncation=True,
         max_length=max_length,
         stride=stride,
@@ -316,6 +365,7 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         return_offsets_mapping=True,
         padding="longest" if return_tensors else False,
     )
+    _check_windows_cover(tokenizer, inputs, encoding, max_length)
     if len(pieces) > len(texts):  # windows of paragraphs -> windows of their texts, offsets into the whole text
         windows = encoding["overflow_to_sample_mapping"]
         encoding["offset_mapping"] = [_shifted(offsets, pieces[p][1])
@@ -348,5 +398,5 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
     return encoding
 
 
-__all__ = ["length_order", "encode_char", "token_char_ids", "pad_char_ids", "trim_char_ids", "default_max_length",
-           "paragraphs", "encode_texts"]
+__all__ = ["WindowCoverageError", "length_order", "encode_char", "token_char_ids", "pad_char_ids", "trim_char_ids",
+           "default_max_length", "paragraphs", "encode_texts"]

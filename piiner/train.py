@@ -19,6 +19,7 @@ import transformers
 from transformers import AutoTokenizer, EarlyStoppingCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
+from piiner.encoding_piiner import WindowCoverageError
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.training.args import parse_args, resolve_backbone
 from piiner.training.callbacks import HubFilesCallback, NonFiniteGuard
@@ -150,11 +151,15 @@ def main(argv=None, extra_callbacks=()):
     # The main process tokenizes and writes the cache; the other ranks then read it instead of redoing the work.
     with training_args.main_process_first(desc="tokenize"):
         window = dict(max_length=data_args.max_length, stride=data_args.stride)
-        train_features = build_features(train_texts, tokenizer, config, desc="tokenize train", **window)
-        eval_features = build_features(eval_records, tokenizer, config, desc="tokenize validation", **window)
-        test_features = (
-            build_features(test_records, tokenizer, config, desc="tokenize test", **window) if test_records else None
-        )
+        try:
+            train_features = build_features(train_texts, tokenizer, config, desc="tokenize train", **window)
+            eval_features = build_features(eval_records, tokenizer, config, desc="tokenize validation", **window)
+            test_features = (
+                build_features(test_records, tokenizer, config, desc="tokenize test", **window) if test_records
+                else None
+            )
+        except WindowCoverageError as err:
+            raise SystemExit(f"tokenizing the records: {err}") from None
     for name, recs, feats in (("train", train_texts, train_features), ("validation", eval_records, eval_features)):
         n_spans = sum(len(s or ()) for s in recs["spans"])
         logger.info(

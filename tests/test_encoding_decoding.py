@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import BertConfig
 
-from conftest import TINY_VOCAB, build_tiny_tokenizer
+from conftest import TINY_VOCAB, OverflowStopsEarly, build_tiny_tokenizer
 from piiner.checksums import fold_width
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.decoding_piiner import decode_entities, merge_windows
@@ -286,6 +286,22 @@ def test_long_text_becomes_overlapping_windows_that_cover_every_token(tiny_token
     assert covered == {tuple(o) for o in full}
     first, second = ({tuple(o) for o in w if o[1] > o[0]} for w in enc["offset_mapping"][:2].tolist())
     assert len(first & second) == 8
+
+
+@pytest.mark.parametrize("return_tensors", ["pt", None])
+def test_windows_that_stop_short_of_the_text_are_an_error_naming_the_tokenizers_bug(tiny_tokenizer, return_tensors):
+    long_text = " ".join(f"w{i % 10} john" for i in range(100))
+    broken = OverflowStopsEarly(tiny_tokenizer)
+    encode_texts(broken, ["john smith", "w1 " * 20], CONFIG, max_length=32, stride=8)  # two windows: nothing lost
+    with pytest.raises(RuntimeError, match=r"tokenizers#2091.*0\.23\.3"):
+        encode_texts(broken, ["john smith", long_text], CONFIG, max_length=32, stride=8, return_tensors=return_tensors)
+
+
+@pytest.mark.parametrize("text", ["john smith " * 40 + "\x00\x01 \u200b" * 30, "\u0301" * 70 + " john" * 60,
+                                  "\n\n" + "\t" * 80 + "w1 " * 90 + " " * 100])
+def test_texts_whose_edges_hold_no_token_pass_the_window_check(tiny_tokenizer, text):
+    enc = encode_texts(tiny_tokenizer, [text], CONFIG, max_length=32, stride=8)
+    assert enc["input_ids"].shape[0] > 1
 
 
 def test_default_window_length(tiny_tokenizer, tiny_encoder_config):

@@ -10,12 +10,13 @@ import textwrap
 import datasets
 import pytest
 import torch
-from conftest import REPO_ROOT, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
+from conftest import REPO_ROOT, OverflowStopsEarly, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
 from safetensors.torch import load_file
 from transformers import BertModel, TrainerCallback
 
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.pii_schema import LABELS, TIER_OF
+import piiner.train as train_module
 from piiner.train import main
 from piiner.training.args import parse_args
 from piiner.training.collator import PiiNerCollator
@@ -365,6 +366,23 @@ def test_source_repeats_naming_a_source_with_no_training_record_is_an_error(run_
     backbone, data = run_inputs
     with pytest.raises(SystemExit, match=r"source_repeats names \['wnut\'\], which no training record comes from"):
         main(train_argv(backbone, data, str(tmp_path / "run"), "--source_repeats", "wnut=3", "--max_steps", "1"))
+
+
+def test_a_tokenizer_whose_windows_stop_short_stops_training_before_it_starts(run_inputs, tmp_path, monkeypatch):
+    """tokenizers 0.23.1-0.23.2 (huggingface/tokenizers#2091) would train on the first window of each long record
+    only: the run stops, naming the fix, instead of learning from the cut texts."""
+    backbone, _ = run_inputs
+    records = tiny_records()
+    data = str(tmp_path / "data")
+    long = make_record(99, *TEMPLATES[0], repeat=12)  # four 32-token windows
+    datasets.DatasetDict(train=datasets.Dataset.from_list(list(records["train"]) + [long]),
+                         validation=records["validation"]).save_to_disk(data)
+    real_build_model = train_module.build_model
+    monkeypatch.setattr(train_module, "build_model",
+                        lambda args: (lambda tok, model: (OverflowStopsEarly(tok), model))(*real_build_model(args)))
+    with pytest.raises(SystemExit, match=r"tokenizing the records: .*tokenizers#2091"):
+        main(train_argv(backbone, data, str(tmp_path / "run"), "--max_length", "32", "--stride", "8",
+                        "--max_steps", "1"))
 
 
 def test_a_non_empty_output_dir_is_refused_unless_resuming_or_overwriting(run_inputs, tmp_path):

@@ -11,9 +11,11 @@ import bisect
 import hashlib
 import inspect
 import itertools
+import json
 import random
 
 import datasets
+import tokenizers
 from datasets.fingerprint import Hasher
 
 from piiner import encoding_piiner
@@ -179,6 +181,16 @@ def _code_digest():
     return hashlib.sha256(source.encode()).hexdigest()
 
 
+def _tokenizer_digest(tokenizer):
+    # What the windows depend on: the tokenizer's definition, without the truncation and padding settings each call
+    # leaves on it (a used tokenizer would miss the cache a fresh one wrote), and the library's version (0.23.1 and
+    # 0.23.2 cut overflow short, huggingface/tokenizers#2091).
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+    state.pop("truncation", None)
+    state.pop("padding", None)
+    return hashlib.sha256(json.dumps(state).encode()).hexdigest(), tokenizers.__version__
+
+
 def build_features(records, tokenizer, config, max_length, stride, desc="tokenize"):
     """Tokenize one split of unified records into windows with labels and char ids.
 
@@ -200,7 +212,7 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
     fingerprint = Hasher.hash(
         (
             getattr(records, "_fingerprint", None),
-            tokenizer.backend_tokenizer.to_str(),
+            _tokenizer_digest(tokenizer),
             sorted(config.label2id.items()),
             config.char_vocab_size,
             config.max_word_chars,
