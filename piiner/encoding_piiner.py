@@ -10,6 +10,7 @@ evidence the lower-casing subword tokenizer throws away. A long text becomes ove
 
 import bisect
 import functools
+import importlib.metadata
 import itertools
 import re
 
@@ -260,6 +261,13 @@ class WindowCoverageError(RuntimeError):
     """The tokenizer's overflow windows do not reach the ends of a text (see `_check_windows_cover`)."""
 
 
+def _installed(package):
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "(not found)"
+
+
 def _real_bounds(offsets):
     real = [(s, e) for s, e in offsets if e > s]
     return (real[0][0], real[-1][1]) if real else None
@@ -279,7 +287,7 @@ def _check_windows_cover(tokenizer, inputs, encoding, max_length):
         if bounds:
             low, high = reach.get(sample, bounds)
             reach[sample] = (min(low, bounds[0]), max(high, bounds[1]))
-    truncated = [p for p, w in first_window.items() if sum(encoding["attention_mask"][w]) >= max_length]
+    truncated = [p for p, w in first_window.items() if p in reach and sum(encoding["attention_mask"][w]) >= max_length]
     if not truncated:
         return
     edges = tokenizer([inputs[p][:_EDGE_CHARS] for p in truncated] + [inputs[p][-_EDGE_CHARS:] for p in truncated],
@@ -289,12 +297,10 @@ def _check_windows_cover(tokenizer, inputs, encoding, max_length):
         shift = max(len(inputs[p]) - _EDGE_CHARS, 0)
         want = (head[0] if head else reach[p][0], tail[1] + shift if tail else reach[p][1])
         if reach[p] != want:
-            import tokenizers
-
             raise WindowCoverageError(
                 f"the tokenizer's windows of a text reach its characters {reach[p][0]}:{reach[p][1]}, but its tokens "
                 f"run over {want[0]}:{want[1]}: the rest would go unread. Installed: tokenizers "
-                f"{tokenizers.__version__}; 0.23.1 and 0.23.2 drop what follows a truncated text's first window "
+                f"{_installed('tokenizers')}; 0.23.1 and 0.23.2 drop what follows a truncated text's first window "
                 "(huggingface/tokenizers#2091): install tokenizers 0.23.3 or later, or 0.22."
             )
 
