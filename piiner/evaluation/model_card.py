@@ -190,7 +190,9 @@ def _usage(repo_id, revision):
     repo = repo_id or "<org>/<repo>"
     rev = revision or "<commit sha>"
     return f"""Pin a revision: `trust_remote_code=True` runs the Python files of the repository, so pinning a commit
-pins the code you reviewed together with the weights. The code needs `transformers>={MIN_TRANSFORMERS}`.
+pins the code you reviewed together with the weights. The code needs `transformers>={MIN_TRANSFORMERS}` and a
+tokenizers other than 0.23.1 and 0.23.2, which cut a long text's windows short (the model stops with an error
+saying so rather than leave the rest of the text unread).
 
 ```python
 from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
