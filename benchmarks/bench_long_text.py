@@ -5,6 +5,8 @@ of postprocess should stay level down the table).
 
     .venv/bin/python benchmarks/bench_long_text.py                          # random head on the packaged MiniLM
     .venv/bin/python benchmarks/bench_long_text.py --model runs/reference   # a trained model: realistic entities
+    .venv/bin/python benchmarks/bench_long_text.py --full-width             # commas written full width, as in
+                                                                            # text typed with an East Asian IME
 
 The pipeline is this checkout's (`piiner.pipeline_piiner`), whatever Hub files the model folder holds.
 """
@@ -41,6 +43,8 @@ def main(argv=None):
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="document lengths in characters")
     parser.add_argument("--rounds", type=int, default=3, help="calls per size; the median is reported")
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
+    parser.add_argument("--full-width", action="store_true",
+                        help="write the documents' commas full width (U+FF0C), which the checks read folded")
     args = parser.parse_args(argv)
     set_threads(args.threads)
     with tempfile.TemporaryDirectory() as workdir:
@@ -51,6 +55,8 @@ def main(argv=None):
         print("|---:|---:|---:|---:|---:|---:|")
         for size in map(int, args.sizes.split(",")):
             text = " ".join(make_documents(max(1, size // 10_000), min(size, 10_000), seed=2))[:size]
+            if args.full_width:
+                text = text.replace(",", "\uff0c")
             totals, decodes = [], []
             for _ in range(args.rounds):
                 spent[0] = 0.0

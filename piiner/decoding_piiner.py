@@ -251,20 +251,40 @@ def lower_case_ends(text, entity, capitalised_types=()):
     return ends if ends and _in_cased_paragraph(text, entity["start"]) else []
 
 
-def _word_around(text, start, end):
-    """The whitespace-delimited word of `text` that holds the characters `start:end`, read outward from them."""
-    first = start
-    while first > 0 and not text[first - 1].isspace():
-        first -= 1
-    return text[first:_NOT_SPACE.match(text, end).end()]
+def _words_around(text, pairs, tokens):
+    """`(start, end)` of the whitespace-delimited word of `text` around each of `tokens` (indices into the offset
+    `pairs`, in text order), read outward from the token's characters. Tokens of one word share its ends, so the
+    text is read once however many tokens a long word holds, not once per token."""
+    starts, ends = [], []
+    for k, i in enumerate(tokens):
+        start = pairs[i][0]
+        previous = pairs[tokens[k - 1]][0] if k else None
+        if previous is not None and not any(c.isspace() for c in text[previous:start]):
+            starts.append(starts[-1])  # no space since the previous token's start: the same word
+            continue
+        first = start
+        while first > 0 and not text[first - 1].isspace():
+            first -= 1
+        starts.append(first)
+    for k in reversed(range(len(tokens))):
+        end = pairs[tokens[k]][1]
+        following = pairs[tokens[k + 1]][1] if k + 1 < len(tokens) else None
+        if following is not None and not any(c.isspace() for c in text[end:following]):
+            ends.append(ends[-1])
+            continue
+        ends.append(_NOT_SPACE.match(text, end).end())
+    return list(zip(starts, reversed(ends)))
 
 
-def _lettered(token, word, allowed):
-    """Whether a `token` of `word` lies outside an entity of a `DIGIT_TYPES` type whose test is `allowed`: it holds a
-    letter, or its word holds letters and no digit (the parentheses of "(H)"), and the type does not allow the word."""
+def _lettered(tokens, word, allowed):
+    """Which `tokens` (texts) of `word` lie outside an entity of a `DIGIT_TYPES` type whose test is `allowed`: those
+    that hold a letter, or all where the word holds letters and no digit (the parentheses of "(H)"); none where the
+    type allows the word or it holds no letter."""
     if allowed(word) or not any(c.isalpha() for c in word):
-        return False
-    return any(c.isalpha() for c in token) or not any(c.isdigit() for c in word)
+        return [False] * len(tokens)
+    if not any(c.isdigit() for c in word):
+        return [True] * len(tokens)
+    return [any(c.isalpha() for c in token) for token in tokens]
 
 
 def _tokens_over(pairs, ranges):
@@ -287,8 +307,13 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types):
                   if any(c.isspace() for c in text[pairs[before][1]:pairs[i][0] + 1])]
         return tokens, [i for label, i in label2id.items() if label == f"I-{kind}"]
     if kind in DIGIT_TYPES and any(c.isalpha() for c in entity["word"]):
-        lettered = [i for i in _tokens_over(pairs, [(entity["start"], entity["end"])])
-                    if _lettered(text[pairs[i][0]:pairs[i][1]], _word_around(text, *pairs[i]), DIGIT_TYPES[kind])]
+        inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
+        by_word = {}  # each word's test once, whatever its length and number of tokens
+        for i, word in zip(inside, _words_around(text, pairs, inside)):
+            by_word.setdefault(word, []).append(i)
+        lettered = sorted(i for (start, end), tokens in by_word.items()
+                          for i, out in zip(tokens, _lettered([text[slice(*pairs[i])] for i in tokens],
+                                                              text[start:end], DIGIT_TYPES[kind])) if out)
         if lettered:
             return lettered, label_ids_of_types(label2id, [kind])
     outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
@@ -296,6 +321,13 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types):
     if not outside:
         return None
     return _tokens_over(pairs, outside), label_ids_of_types(label2id, [kind])
+
+
+@functools.lru_cache(maxsize=2)
+def _folded(text):
+    # `fold_width(text)` once per text, not once per window: a text's windows are checked one after the other, and
+    # each fold of a text holding a full-width form copies all of it.
+    return fold_width(text)
 
 
 def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
@@ -336,10 +368,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     emissions = np.array(emissions, dtype=np.float32)
     mask = np.asarray(crf_mask, dtype=bool)
     pairs = _as_offset_pairs(offsets)
-    # Only the window's own characters: folding the whole text again for each of its windows cost a scan of it each.
-    spans = [(s, e) for s, e in pairs if e > s]
-    if spans:
-        text = fold_width(text, spans[0][0], max(e for _, e in spans))
+    text = _folded(text)
     label2id = {label: int(i) for i, label in id2label.items()}
     decoded = False
     while True:

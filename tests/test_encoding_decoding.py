@@ -517,6 +517,21 @@ def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, e
     assert _checked_middle_token(text, offsets, CHECKED_LABELS, (1, 3, 5)) == [(number, expected)]
 
 
+def test_a_texts_windows_fold_its_full_width_forms_once(monkeypatch):
+    """Each fold of a text that holds a full-width form copies the whole text: once per window made a long text's
+    checks quadratic in its length."""
+    import piiner.decoding_piiner as decoding
+
+    folds = []
+    monkeypatch.setattr(decoding, "fold_width", lambda text, *args: folds.append(len(text)) or fold_width(text, *args))
+    number = "７４５．２５．１１３９"
+    text = f"id {number} ok " + "filler words " * 50  # a text no other test folds
+    offsets = [(0, 2), (3, 3 + len(number)), (4 + len(number), 6 + len(number))]
+    for _ in range(3):  # three windows of one text
+        assert _checked_middle_token(text, offsets, CHECKED_LABELS, (1, 3, 5)) == [(number, "SSN")]
+    assert folds == [len(text)]
+
+
 @pytest.mark.parametrize("word, expected", [
     ("podiobooks.com", "URL"),  # a domain alone is no e-mail address: the type the model ranks next
     ("bob@podiobooks.com", "EMAIL"),
@@ -741,6 +756,35 @@ def test_a_phone_number_holds_no_word_of_letters_but_an_extension_marker(text, t
     into a digit word ("1-800-FLOWERS"): a token of a word of letters only in a PHONE entity ("or" between two
     numbers, a "(C)" for cell) is decoded again without the type, so two numbers on a line come out as two."""
     assert _checked_words(text, tags, runner_up, labels=PHONE_LABELS) == expected
+
+
+def test_a_long_word_in_a_phone_number_is_tested_once_not_once_per_token(monkeypatch):
+    """The word of each token in a PHONE entity is read whole to test it: once per word, so that a long run of
+    characters without a space (a base64 blob) costs its length, not its length times its tokens."""
+    import piiner.decoding_piiner as decoding
+
+    tested = []
+    phone_word = decoding.DIGIT_TYPES["PHONE"]
+    monkeypatch.setitem(decoding.DIGIT_TYPES, "PHONE", lambda word: tested.append(word) or phone_word(word))
+    blob = "".join(f"{i % 10}q{i % 7}" for i in range(40))  # 40 tokens of digit, letter, digit
+    text = f"Call {blob} now"
+    offsets = [(0, 4)] + [(5 + 3 * i, 8 + 3 * i) for i in range(40)] + [(len(text) - 3, len(text))]
+    tags = (0, 1) + (2,) * 39 + (0,)
+    # letters written into a digit word, as in 1-800-FLOWERS: the type allows it
+    assert _checked_tokens(text, offsets, tags, (1,) + (0,) * 40 + (1,), labels=PHONE_LABELS) == [(blob, "PHONE")]
+    assert tested == [blob]
+
+
+@given(st.text(alphabet="a1- \n", max_size=40), st.lists(st.integers(0, 40), max_size=16))
+@settings(max_examples=300, deadline=None)
+def test_the_words_around_tokens_are_read_outward_from_each_token(text, cuts):
+    from piiner.decoding_piiner import _words_around
+
+    cuts = sorted({c for c in cuts if c <= len(text)})
+    pairs = [(s, e) for s, e in zip(cuts, cuts[1:])]  # consecutive tokens, spaces inside some
+    first = [next(f for f in range(s, -1, -1) if f == 0 or text[f - 1].isspace()) for s, _ in pairs]
+    last = [e + re.match(r"\S*", text[e:]).end() for _, e in pairs]
+    assert _words_around(text, pairs, list(range(len(pairs)))) == list(zip(first, last))
 
 
 def test_a_word_of_letters_leaves_a_phone_number_with_its_punctuation():
