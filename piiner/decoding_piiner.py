@@ -358,7 +358,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     Returns:
         `(tag_ids, tag_scores)`, of a path on which every entity passes its check.
 
-    The checks read the window's characters as the model does (`fold_width`): "１０．０．０．１" is an IP address.
+    The checks read the text as the model does (`fold_width`, once per text): "１０．０．０．１" is an IP address.
     """
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
