@@ -311,11 +311,12 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types):
         by_word = {}  # each word's test once, whatever its length and number of tokens
         for i, word in zip(inside, _words_around(text, pairs, inside)):
             by_word.setdefault(word, []).append(i)
-        lettered = sorted(i for (start, end), tokens in by_word.items()
-                          for i, out in zip(tokens, _lettered([text[slice(*pairs[i])] for i in tokens],
-                                                              text[start:end], DIGIT_TYPES[kind])) if out)
+        lettered = []
+        for (start, end), tokens in by_word.items():
+            verdicts = _lettered([text[s:e] for s, e in (pairs[i] for i in tokens)], text[start:end], DIGIT_TYPES[kind])
+            lettered += [i for i, out in zip(tokens, verdicts) if out]
         if lettered:
-            return lettered, label_ids_of_types(label2id, [kind])
+            return sorted(lettered), label_ids_of_types(label2id, [kind])
     outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
                else lower_case_ends(text, entity, capitalised_types))
     if not outside:
