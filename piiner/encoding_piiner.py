@@ -305,6 +305,12 @@ def _check_windows_cover(tokenizer, inputs, encoding, max_length):
             )
 
 
+def check_tokenizer_windows(tokenizer, config):
+    """Raise `WindowCoverageError` at load when `tokenizer` cuts a long text's windows short, rather than at the first
+    long text a server or a corpus job meets: a text of several small windows through `encode_texts`."""
+    encode_texts(tokenizer, " ".join(["window"] * 40), config, max_length=12, stride=2, return_tensors=None)
+
+
 def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_tensors="pt", split_paragraphs=True):
     """Tokenize texts for piiner: windows, offsets and char ids.
 
@@ -404,5 +410,5 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
     return encoding
 
 
-__all__ = ["WindowCoverageError", "length_order", "encode_char", "token_char_ids", "pad_char_ids", "trim_char_ids",
-           "default_max_length", "paragraphs", "encode_texts"]
+__all__ = ["WindowCoverageError", "check_tokenizer_windows", "length_order", "encode_char", "token_char_ids",
+           "pad_char_ids", "trim_char_ids", "default_max_length", "paragraphs", "encode_texts"]

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from transformers.pipelines.base import ChunkPipeline
 
-from .encoding_piiner import encode_texts, length_order
+from .encoding_piiner import check_tokenizer_windows, encode_texts, length_order
 
 from .decoding_piiner import (
     checked_window, decode_entities, decode_tokens, filter_results, merge_windows, result_filters)
@@ -67,6 +67,7 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.model.eval()  # no dropout
+        check_tokenizer_windows(self.tokenizer, self.model.config)
 
     def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None,
                              ignore_labels=None):

@@ -4,7 +4,7 @@ The graph is exported once per module (the export traces the model, a few second
 
 import pytest
 import torch
-from conftest import build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
+from conftest import OverflowStopsEarly, build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
 from transformers import pipeline
 
 from piiner.export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx, graph_inputs
@@ -13,7 +13,7 @@ from piiner.export.quantize import quantize_int8
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.pii_schema import LABELS, PII_TYPES
-from piiner.encoding_piiner import encode_texts
+from piiner.encoding_piiner import WindowCoverageError, encode_texts
 
 
 TEXTS = [
@@ -162,6 +162,12 @@ def test_int8_graph_finds_valid_spans(exported):
 def test_runtime_rejects_a_folder_without_a_graph(tmp_path):
     with pytest.raises(FileNotFoundError, match="no ONNX graph"):
         OnnxPiiNer(tmp_path)
+
+
+def test_runtime_refuses_a_tokenizer_that_cuts_windows_short_when_loaded(exported):
+    _, tokenizer, _, onnx_dir = exported
+    with pytest.raises(WindowCoverageError, match="tokenizers#2091"):
+        OnnxPiiNer(onnx_dir, tokenizer=OverflowStopsEarly(tokenizer))
 
 
 def test_export_rejects_other_models(tmp_path):

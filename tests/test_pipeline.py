@@ -10,11 +10,11 @@ import pytest
 import torch
 from transformers.utils import ModelOutput
 
-from conftest import TINY_VOCAB, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
+from conftest import TINY_VOCAB, OverflowStopsEarly, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.modeling_piiner import PiiNerForTokenClassification
 from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
-from piiner.encoding_piiner import encode_texts
+from piiner.encoding_piiner import WindowCoverageError, encode_texts
 
 JOHN, SMITH = TINY_VOCAB.index("john"), TINY_VOCAB.index("smith")
 
@@ -26,6 +26,13 @@ def tiny_model(seed=0, **config_overrides):
 
 def make_pipeline(model, **kwargs):
     return PiiNerTokenClassificationPipeline(model=model, tokenizer=build_tiny_tokenizer(), device=-1, **kwargs)
+
+
+def test_a_tokenizer_that_cuts_windows_short_is_refused_when_the_pipeline_is_made(model):
+    """tokenizers 0.23.1-0.23.2 (huggingface/tokenizers#2091) would leave the rest of every long text unread: a
+    server or a corpus job stops at load, not at its first long text."""
+    with pytest.raises(WindowCoverageError, match="tokenizers#2091"):
+        PiiNerTokenClassificationPipeline(model=model, tokenizer=OverflowStopsEarly(build_tiny_tokenizer()), device=-1)
 
 
 def rule_forward(model, edge_blind=0, john_score=0.9, smith_score=0.8):

@@ -34,7 +34,7 @@ from piiner.export.onnx_export import (
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_numba import crf_decode_cpu
 from piiner.decoding_piiner import checked_window, decode_entities, filter_results, merge_windows, result_filters
-from piiner.encoding_piiner import encode_texts, length_order, trim_char_ids
+from piiner.encoding_piiner import check_tokenizer_windows, encode_texts, length_order, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
 # slower here than the Add + LayerNormalization it replaces (`benchmarks/bench_onnx_session.py` times both).
@@ -121,6 +121,7 @@ class OnnxPiiNer:
 
             # The config is passed so AutoTokenizer does not resolve the remote-code config again (and ask to trust it).
             tokenizer = AutoTokenizer.from_pretrained(model_dir, config=self.config)
+        check_tokenizer_windows(tokenizer, self.config)
         self.tokenizer = tokenizer
         self.session = cpu_session(onnx_path, num_threads)
         inputs = [i.name for i in self.session.get_inputs()]
