@@ -338,6 +338,9 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         offset_mapping, overflow_to_sample_mapping) plus `char_ids`: (windows, T, C) when tensors, else nested lists.
     """
     texts = [fold_width(text) for text in _check_texts(texts)]
+    if tokenizer is None:
+        raise ValueError("no tokenizer: piiner needs its model's fast tokenizer, e.g. AutoTokenizer.from_pretrained(the "
+                         "model's folder or Hub id), passed as tokenizer=")
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(
             f"{type(tokenizer).__name__} is a slow tokenizer: piiner needs a fast tokenizer (token offsets into the "

@@ -35,6 +35,11 @@ def test_a_tokenizer_that_cuts_windows_short_is_refused_when_the_pipeline_is_mad
         PiiNerTokenClassificationPipeline(model=model, tokenizer=OverflowStopsEarly(build_tiny_tokenizer()), device=-1)
 
 
+def test_a_pipeline_without_a_tokenizer_is_refused_naming_what_is_missing(model):
+    with pytest.raises(ValueError, match="no tokenizer: piiner needs its model's fast tokenizer"):
+        PiiNerTokenClassificationPipeline(model=model, tokenizer=None, device=-1)
+
+
 def rule_forward(model, edge_blind=0, john_score=0.9, smith_score=0.8):
     """A forward that tags "john" B-PERSON and a following "smith" I-PERSON, deterministically.
 
