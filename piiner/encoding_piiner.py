@@ -280,14 +280,20 @@ def _check_windows_cover(tokenizer, inputs, encoding, max_length):
     then holds one short window and the rest of the text is silently gone, unseen by the model and unredacted. A text
     whose first window is not full was never truncated, so only the others are checked, against their first and last
     tokens as the tokenizer gives them without truncation."""
-    first_window, reach = {}, {}
-    for w, (sample, offsets) in enumerate(zip(encoding["overflow_to_sample_mapping"], encoding["offset_mapping"])):
+    samples = encoding["overflow_to_sample_mapping"]
+    first_window = {}
+    for w, sample in enumerate(samples):
         first_window.setdefault(sample, w)
-        bounds = _real_bounds(offsets)
+    full = {p for p, w in first_window.items() if sum(encoding["attention_mask"][w]) >= max_length}
+    if not full:  # the common case: no text overflowed, and no token's offsets need reading
+        return
+    reach = {}
+    for sample, offsets in zip(samples, encoding["offset_mapping"]):
+        bounds = _real_bounds(offsets) if sample in full else None
         if bounds:
             low, high = reach.get(sample, bounds)
             reach[sample] = (min(low, bounds[0]), max(high, bounds[1]))
-    truncated = [p for p, w in first_window.items() if p in reach and sum(encoding["attention_mask"][w]) >= max_length]
+    truncated = sorted(reach)
     if not truncated:
         return
     edges = tokenizer([inputs[p][:_EDGE_CHARS] for p in truncated] + [inputs[p][-_EDGE_CHARS:] for p in truncated],
