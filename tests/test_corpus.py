@@ -210,3 +210,53 @@ def test_a_job_that_cannot_run_says_so_before_the_model_loads(tmp_path, monkeypa
     assert not (tmp_path / "o1").exists()
     assert corpus_main(["--input", str(corpus), "--output", str(tmp_path / "o2"), "--model", "some/model"]) == 1
     assert len(built) == 1  # one process: the model loads once, for every shard
+
+
+def write_repeated_email(folder, rows=6):
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(json.dumps({"id": i, "text": "write to ann@x.org"}) + "\n"
+                                            for i in range(rows)))
+    return folder
+
+
+def test_hashes_agree_across_workers_when_no_key_is_given(tmp_path):
+    corpus = write_repeated_email(tmp_path / "corpus")
+    redact_corpus(corpus, tmp_path / "out", RedactorSpec(detector="regex", mode="hash"), num_proc=2,
+                  rows_per_shard=1)
+    replaced = {r["redacted_text"] for r in read_output(tmp_path / "out")}
+    assert len(replaced) == 1, f"one address, several hashes across the job's workers: {replaced}"
+
+
+def test_a_job_started_again_with_other_settings_is_refused(tmp_path, monkeypatch):
+    corpus = write_repeated_email(tmp_path / "corpus")
+    real = job_module.read_shard
+
+    def dies_on_the_second(shard, text_field):
+        if shard.index == 1:
+            raise KeyboardInterrupt
+        return real(shard, text_field)
+
+    for i, (first, again, named) in enumerate([
+            (SPEC, RedactorSpec(detector="regex", mode="mask", batch_size=4), "mode"),
+            (RedactorSpec(detector="regex", mode="hash", key="k1"), RedactorSpec(detector="regex", mode="hash",
+                                                                                key="k2"), "key"),
+            # no key: each run draws its own, so a half-done job cannot be finished with the same replacements
+            (RedactorSpec(detector="regex", mode="surrogate"), RedactorSpec(detector="regex", mode="surrogate"),
+             "key")]):
+        out = tmp_path / f"out{i}"
+        monkeypatch.setattr(job_module, "read_shard", dies_on_the_second)
+        with pytest.raises(KeyboardInterrupt):
+            redact_corpus(corpus, out, first, rows_per_shard=3)
+        monkeypatch.undo()
+        before = listing(out)
+        with pytest.raises(CorpusError, match=f"other settings.*{named}"):
+            redact_corpus(corpus, out, again, rows_per_shard=3)
+        assert listing(out) == before
+    # The same settings (a batch size does not change the output) finish the job.
+    monkeypatch.setattr(job_module, "read_shard", dies_on_the_second)
+    with pytest.raises(KeyboardInterrupt):
+        redact_corpus(corpus, tmp_path / "same", RedactorSpec(detector="regex", mode="hash", key="k"),
+                      rows_per_shard=3)
+    monkeypatch.undo()
+    assert redact_corpus(corpus, tmp_path / "same", RedactorSpec(detector="regex", mode="hash", key="k", batch_size=2),
+                         rows_per_shard=3)["shards_skipped_as_done"] == 1

@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from piiner.deid.redact import MODES
+from piiner.deid.redact import KEYED_MODES, MODES
 
 from .job import RedactorSpec, redact_corpus
 from .shards import CorpusError
@@ -49,6 +49,9 @@ def main(argv=None):
     key = os.environ.get(args.key_env) if args.key_env else None
     if args.key_env and not key:
         p.error(f"--key-env {args.key_env}: that environment variable is unset or empty")
+    if not key and args.mode in KEYED_MODES and not args.detect_only:
+        print("piiner-corpus: no --key-env: surrogates and hashes are consistent within this run only, and a job "
+              "stopped before its end cannot be finished by another run", file=sys.stderr)
     spec = RedactorSpec(model=args.model, detector=args.detector, mode=args.mode,
                         types=tuple(args.types.split(",")) if args.types else None, min_tier=args.min_tier,
                         key=key, batch_size=args.batch_size, device=args.device)

@@ -5,12 +5,15 @@ Output folder:
 - ``part-NNNNN.jsonl`` (or ``.parquet``): one output record per input record of shard NNNNN, in input order, the
   records `piiner-redact` writes (a failed one as ``{"line", "error", "id"?}``);
 - ``rejects/part-NNNNN.jsonl``: the failed records of the shard, with their reason;
-- ``_done/part-NNNNN.json``: the shard's counts, written last: a shard with one is finished, and a job started
-  again skips it (a shard half-written when the job was killed is written again from the start);
+- ``_done/part-NNNNN.json``: the shard's counts and settings, written last: a shard with one is finished, and a job
+  started again skips it (a shard half-written when the job was killed is written again from the start);
 - ``summary.json``: the counts of the whole job, failures by reason.
 
 The folder must lie outside the input and be new, empty or a job's own (``_done/`` is made first); a job started
-again over other input, or cut into shards differently, is refused rather than skipping shards it never ran.
+again over other input, cut into shards differently or with other settings (model, types, mode, key, ...), is
+refused rather than skipping shards it never ran or mixing two kinds of output. In mode surrogate or hash without a
+key, one random key serves every worker of the run (so a value gets one replacement across the corpus), and a run
+stopped before its end cannot be finished by another.
 
 Engines: ``datasets`` runs shards in `num_proc` worker processes on this machine, each loading the model once;
 ``ray`` runs the shard list through Ray Data (`map_batches` over an actor pool of `num_proc` actors, each loading
@@ -22,9 +25,12 @@ import ctypes
 import dataclasses
 import json
 import os
+import secrets
 from collections import Counter
 
+from piiner.deid.redact import KEYED_MODES
 from piiner.deid.streaming import StreamSummary, process_records
+from piiner.deid.surrogates import keyed_digest
 
 from .shards import CorpusError, dumps, plan_shards, read_shard
 
@@ -58,6 +64,18 @@ class RedactorSpec:
         return Redactor.from_pretrained(self.model, device=self.device, pipeline_batch_size=self.batch_size,
                                         **settings)
 
+    def settings(self):
+        """What decides a record's output, not how fast it comes: a finished shard's done marker keeps it, and a job
+        started again must match it. The key is kept as an HMAC fingerprint, never itself."""
+        model = self.model if self.detector == "model" else None
+        settings = {"detector": self.detector, "model": os.path.realpath(model) if model and os.path.isdir(model)
+                    else model, "types": sorted(self.types) if self.types else None, "min_tier": self.min_tier,
+                    "thresholds": sorted(self.thresholds), "mode": self.mode}
+        if self.mode in KEYED_MODES:
+            key = self.key.encode("utf-8") if isinstance(self.key, str) else self.key
+            settings["key"] = keyed_digest(key, "corpus job settings").hex()[:16] if key else None
+        return settings
+
     def cached(self):
         if self not in _REDACTORS:
             _REDACTORS[self] = self.build()
@@ -85,6 +103,15 @@ class Job:
     text_field: str = "text"
     detect_only: bool = False
     output_format: str = "jsonl"
+
+    def settings(self):
+        """`RedactorSpec.settings` and how records are read and written (JSON-shaped, as a done marker holds them);
+        detection alone leaves out the redaction mode and key."""
+        settings = dict(self.spec.settings(), text_field=self.text_field, detect_only=self.detect_only,
+                        output_format=self.output_format)
+        if self.detect_only:
+            settings.pop("mode"), settings.pop("key", None)
+        return json.loads(json.dumps(settings))
 
 
 def run_shard(job, shard, redactor=None):
@@ -114,7 +141,7 @@ def write_shard(job, shard, outputs):
     write_rows(rows, os.path.join(job.output, f"{shard.name}.{job.output_format}"), job.output_format)
     write_rows(rejects, os.path.join(job.output, "rejects", f"{shard.name}.jsonl"), "jsonl")
     counts = {"shard": shard.name, "input": os.path.realpath(shard.path), "rows": [shard.start, shard.stop],
-              "records": len(rows), "failed": len(rejects),
+              "settings": job.settings(), "records": len(rows), "failed": len(rejects),
               "failures": dict(Counter(reason for _, reason in outputs if reason)),
               "entities": sum(len(out.get("entities", ())) for out, reason in outputs if not reason)}
     _write_atomically(os.path.join(job.output, "_done", f"{shard.name}.json"), json.dumps(counts).encode())
@@ -151,7 +178,7 @@ def _write_atomically(path, data):
 def pending(job, shards):
     """The shards without a done marker. A marker left by a job over other input (another file there, or its rows
     cut into shards differently) is an error: skipping its shard would leave this job's records out."""
-    todo = []
+    todo, settings = [], job.settings()
     for shard in shards:
         marker = os.path.join(job.output, "_done", f"{shard.name}.json")
         if not os.path.exists(marker):
@@ -165,7 +192,22 @@ def pending(job, shards):
             raise CorpusError(f"{job.output} holds another job's output: its {shard.name} was {were[0]} rows "
                               f"{were[1]}, this job's is {now[0]} rows {now[1]}; give a new output folder (or the "
                               "same input and --rows-per-shard to finish that job)")
+        _check_settings(job.output, shard, done.get("settings", settings), settings)
     return todo
+
+
+def _check_settings(output, shard, were, now):
+    """A finished shard written with other settings (model, types, mode, key, ...) is an error: finishing the job
+    would mix two kinds of output. With no key given, each run draws its own, so a keyed job cannot be finished."""
+    differ = sorted(name for name in were.keys() | now.keys() if were.get(name) != now.get(name))
+    if not differ:
+        return
+    why = ", ".join(f"{name} {were.get(name)!r} then, {now.get(name)!r} now" for name in differ if name != "key")
+    if "key" in differ and "key" in were and "key" in now:  # else the mode differs, and says it
+        why = ", ".join(filter(None, [why, "another key (without --key-env each run draws a random one, so a job "
+                                           "in mode surrogate or hash finishes only with the key it started with)"]))
+    raise CorpusError(f"{output} was written with other settings: its {shard.name} has {why}; run again with "
+                      "the settings it was started with, or give a new output folder")
 
 
 def check_output_folder(output, source):
@@ -197,6 +239,8 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
     """
     if output_format not in ("jsonl", "parquet"):
         raise ValueError(f"output_format must be jsonl or parquet, got {output_format!r}")
+    if spec.mode in KEYED_MODES and spec.key is None:  # one key for every worker of this run, not one each
+        spec = dataclasses.replace(spec, key=secrets.token_bytes(32))
     if num_gpus and spec.device is None and spec.detector == "model":
         spec = dataclasses.replace(spec, device="cuda")
     job = Job(os.fspath(output), spec, text_field, detect_only, output_format)

@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 from ..options import name_value_pairs
-from .redact import MODES, Redactor
+from .redact import KEYED_MODES, MODES, Redactor
 from .streaming import FORMATS, StreamFailure, redact_stream
 
 EXIT_RECORDS_FAILED = 1
@@ -92,7 +92,7 @@ def build_redactor(args, parser):
         key = os.environ.get(args.key_env)
         if not key:
             parser.error(f"--key-env {args.key_env}: that environment variable is unset or empty")
-    elif args.mode in ("surrogate", "hash") and not args.detect_only:
+    elif args.mode in KEYED_MODES and not args.detect_only:
         print("piiner-redact: no --key-env: surrogates and hashes are consistent within this run only", file=sys.stderr)
     settings = dict(mode=args.mode, types=args.types, min_tier=args.min_tier,
                     tier_thresholds=parse_thresholds(args.threshold, parser), key=key, batch_size=args.batch_size)

@@ -36,6 +36,7 @@ from .surrogates import SurrogateGenerator, keyed_digest
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 MODES = ("placeholder", "mask", "surrogate", "hash")
+KEYED_MODES = ("surrogate", "hash")  # the modes whose replacements depend on the key
 HASH_HEX_CHARS = 8
 
 
