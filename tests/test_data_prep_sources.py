@@ -234,3 +234,13 @@ def test_unparseable_span_strings_reject_the_record(tmp_path):
     audit = Audit()
     assert list(iter_source("nemotron", str(path), audit)) == []
     assert audit.record_rejections["nemotron"] == {"unparseable_spans": 1}
+
+
+def test_local_files_written_with_a_byte_order_mark_lose_no_row(tmp_path):
+    """The first row of a JSONL file (or a whole JSON file) behind a UTF-8 byte order mark was "not valid JSON"."""
+    rows = [{"text": f"row {i}", "spans": []} for i in range(3)]
+    (tmp_path / "train.jsonl").write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\n" for r in rows).encode())
+    (tmp_path / "test.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(rows, indent=1).encode())
+    problems = []
+    read = read_local(str(tmp_path), problems)
+    assert read == {"train": rows, "test": rows} and problems == []

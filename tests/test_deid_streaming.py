@@ -92,3 +92,20 @@ def test_an_empty_file_is_read_as_the_format_its_name_says(tmp_path, name, fmt, 
         summary = redact_stream(stream, out, Redactor(RegexDetector()), path=str(path))
     assert summary.fmt == fmt and summary.failed == failed
     assert [json.loads(x) for x in out.getvalue().splitlines()] == expected
+
+
+BOM = b"\xef\xbb\xbf"  # what Notepad and Excel put before UTF-8 text
+
+
+@pytest.mark.parametrize("name, content", [
+    ("records.jsonl", BOM + b'{"text": "mail ann@x.org"}\r\n{"text": "call 212-555-0147"}\r\n'),
+    ("records.json", BOM + b'[{"text": "mail ann@x.org"}, {"text": "call 212-555-0147"}]'),
+    ("-", BOM + b'{"text": "mail ann@x.org"}\n{"text": "call 212-555-0147"}\n'),  # standard input: format sniffed
+])
+def test_a_byte_order_mark_before_json_input_costs_no_record(tmp_path, name, content):
+    """The first JSONL record failed as "not valid JSON", and JSONL on standard input was taken for one text."""
+    out = io.BytesIO()
+    summary = redact_stream(iter(content.splitlines(keepends=True)) if name == "-" else io.BytesIO(content), out,
+                            Redactor(RegexDetector()), path=name)
+    assert summary.fmt == ("json" if name.endswith(".json") else "jsonl") and summary.failed == 0
+    assert [json.loads(x)["redacted_text"] for x in out.getvalue().splitlines()] == ["mail [EMAIL]", "call [PHONE]"]

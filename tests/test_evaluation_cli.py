@@ -635,3 +635,14 @@ def test_two_runs_compared_on_the_same_document_draws(tmp_path, capsys):
     assert "F1 95% interval over 10 documents" in printed and f"{low:+.3f} to {high:+.3f}" in printed
     with pytest.raises(SystemExit, match="No such file.*missing.jsonl"):
         _run("--predictions", old_path, "--data", gold_path, "--compare", str(tmp_path / "missing.jsonl"))
+
+
+def test_gold_and_predictions_written_with_a_byte_order_mark_are_read(tmp_path):
+    """A file saved by Notepad or Excel begins with a UTF-8 byte order mark: its first line was "not valid JSON"."""
+    gold, preds = tmp_path / "gold.jsonl", tmp_path / "p.jsonl"
+    gold.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\n" for r in GOLD).encode())
+    preds.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps({"id": r["id"], "spans": r["spans"]}) + "\n"
+                                               for r in GOLD).encode())
+    _run("--predictions", preds, "--data", gold, "--label-map", "PER=PERSON", "--out", tmp_path / "r.json")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["meta"]["n_texts"] == 3 and report["overall"]["f1"] == 1.0

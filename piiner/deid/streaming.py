@@ -11,6 +11,9 @@ Input formats (``fmt``):
 - ``lines``: one record per line (the newline is not part of the text, a blank line is an empty record); streams.
 - ``auto``: by suffix (.jsonl/.ndjson, .json, .txt), else JSONL when the first line is a JSON object, else text.
 
+A UTF-8 byte order mark (which Notepad and Excel write first) is dropped before JSON, where it cannot be content;
+``text`` and ``lines`` keep every character, so offsets count it.
+
 Output records:
 
 - detection only: the input fields, the text under its field name, and ``entities`` (with ``word``);
@@ -32,6 +35,7 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 ENTITY_FIELDS_DETECT = ("type", "tier", "score", "start", "end", "word")
 ENTITY_FIELDS_REDACT = ("type", "tier", "score", "start", "end", "new_start", "new_end", "replacement")
 MAX_CONSECUTIVE_DETECTOR_FAILURES = 20
+BOM = "\ufeff"  # the UTF-8 byte order mark, decoded
 
 
 @dataclasses.dataclass
@@ -131,7 +135,7 @@ def parse_line(raw, line_no, fmt, text_field):
     if not decoded.strip():
         return None
     try:
-        obj = json.loads(decoded)
+        obj = json.loads(decoded.removeprefix(BOM))
     except ValueError as err:
         return Record(line_no, error=f"not valid JSON ({err}); skipped", reason="not valid JSON")
     if isinstance(obj, str):  # a JSONL line is an object; a bare string is the wrong shape, not a text
@@ -147,7 +151,7 @@ def whole_input_records(content, fmt, text_field):
     if fmt == "text":
         return [Record(1, text=decoded)]
     try:
-        data = json.loads(decoded)
+        data = json.loads(decoded.removeprefix(BOM))
     except ValueError as err:
         return [Record(1, error=f"not valid JSON ({err}); skipped", reason="not valid JSON")]
     if isinstance(data, list):

@@ -45,7 +45,7 @@ def parse_label_map(spec):
 
 def read_jsonl(path):
     rows = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:  # -sig: a byte order mark before the first line is not JSON
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue

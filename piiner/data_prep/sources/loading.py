@@ -26,7 +26,7 @@ def _json_lines(path, lines, problems):
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            rows.append(json.loads(line.removeprefix("\ufeff")))  # a byte order mark is not JSON
         except json.JSONDecodeError as error:
             problems.append(f"{path}:{number}: not valid JSON ({error.msg})")
             continue
@@ -53,7 +53,7 @@ def _read_file(path, problems):
         with open(path, "rb") as f:  # lines end at "\n" only (text mode would also split at "\r")
             return _json_lines(path, (raw.decode("utf-8", errors="replace") for raw in f), problems)
     if lower.endswith(".json"):
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
             content = f.read()
         try:
             data = json.loads(content)
