@@ -74,6 +74,22 @@ def test_limits_on_body_size_and_text_count():
         assert many.status_code == 422 and "at most 3" in many.json()["detail"]
 
 
+def test_a_body_sent_in_chunks_is_held_to_the_same_limit():
+    """A chunked body has no Content-Length: it was read whole, however large."""
+    app = create_app(RegexDetector(), "regex", Settings(max_body_bytes=1000))
+    body = json.dumps({"text": "mail a@b.org " + "x" * 5000}).encode()
+    with TestClient(app) as client:
+        for endpoint in ("/v1/detect", "/v1/redact"):
+            chunks = (body[i:i + 100] for i in range(0, len(body), 100))  # no length known: sent chunked
+            response = client.post(endpoint, content=chunks, headers={"Content-Type": "application/json"})
+            assert response.status_code == 413 and "over the limit of 1,000 bytes" in response.json()["detail"]
+            assert response.headers["X-Request-ID"]
+        small = json.dumps({"text": "mail a@b.org"}).encode()
+        response = client.post("/v1/detect", content=iter([small[:5], small[5:]]),
+                               headers={"Content-Type": "application/json"})
+        assert response.status_code == 200 and response.json()["entities"][0]["word"] == "a@b.org"
+
+
 def test_a_model_error_is_a_500_naming_the_request_and_the_service_stays_up():
     def fragile(texts):
         if any("boom" in t for t in texts):

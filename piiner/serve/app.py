@@ -67,15 +67,13 @@ def create_app(detector, model_name="detector", settings=None):
     batcher = MicroBatcher(detector, settings.max_batch_texts, settings.max_wait_ms)
     app = FastAPI(title="piiner", version="1", description=__doc__.split("\n\n")[0],
                   on_startup=[batcher.start], on_shutdown=[batcher.stop])
-    request_ids = itertools.count(1)
+    request_id_numbers = itertools.count(1)
+
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
     @app.middleware("http")
-    async def limits_and_request_ids(request: Request, call_next):
-        request.state.id = f"req-{next(request_ids)}"
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > settings.max_body_bytes:
-            return JSONResponse({"detail": f"request body of {declared} bytes is over the limit of "
-                                           f"{settings.max_body_bytes:,} bytes"}, status_code=413)
+    async def request_ids(request: Request, call_next):
+        request.state.id = f"req-{next(request_id_numbers)}"
         response = await call_next(request)
         response.headers["X-Request-ID"] = request.state.id
         return response
@@ -178,6 +176,35 @@ def create_app(detector, model_name="detector", settings=None):
 
     app.state.batcher = batcher
     return app
+
+
+class BodyLimit:
+    """ASGI middleware: reading a request body over `limit` bytes is a 413, at once when its Content-Length says so,
+    else (a body sent in chunks has none) as soon as the bytes read pass the limit, before the rest is read."""
+
+    def __init__(self, app, limit):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length", b"").decode("latin-1")
+        read = 0
+
+        async def limited():
+            nonlocal read
+            if declared.isdigit() and int(declared) > self.limit:
+                raise self.too_large(f"of {declared} bytes")
+            message = await receive()
+            read += len(message.get("body", b""))
+            if read > self.limit:
+                raise self.too_large(f"of more than {self.limit:,} bytes (sent in chunks)")
+            return message
+
+        await self.app(scope, limited, send)
+
+    def too_large(self, size):
+        return HTTPException(413, f"request body {size} is over the limit of {self.limit:,} bytes")
 
 
 def _result_json(result, redacting):
