@@ -19,7 +19,8 @@ def parser():
                    help="texts per model call, gathered from concurrent requests (default: %(default)s)")
     p.add_argument("--max-wait-ms", type=float, default=defaults.max_wait_ms,
                    help="how long a text waits for others to share its batch (default: %(default)s)")
-    p.add_argument("--max-body-bytes", type=int, default=defaults.max_body_bytes)
+    p.add_argument("--max-body-bytes", type=int, default=defaults.max_body_bytes,
+                   help="a request body over this is refused with 413, whether sent with a length or in chunks")
     p.add_argument("--max-texts", type=int, default=defaults.max_texts, help="texts per request at most")
     return p
 
