@@ -132,6 +132,10 @@ def test_the_ray_engine_writes_the_same_records_as_the_local_one(tmp_path):
     on_ray = redact_corpus(corpus, tmp_path / "ray", SPEC, engine="ray", num_proc=2)
     assert read_output(tmp_path / "ray") == read_output(tmp_path / "local")
     assert on_ray["failures"] == local["failures"] and on_ray["records"] == local["records"]
+    # Without a key, the job's one random key reaches every actor: one address, one hash.
+    redact_corpus(write_repeated_email(tmp_path / "emails"), tmp_path / "hashed", RedactorSpec(detector="regex",
+                  mode="hash"), engine="ray", num_proc=2, rows_per_shard=1)
+    assert len({r["redacted_text"] for r in read_output(tmp_path / "hashed")}) == 1
 
 
 
