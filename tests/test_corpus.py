@@ -264,3 +264,10 @@ def test_a_job_started_again_with_other_settings_is_refused(tmp_path, monkeypatc
     monkeypatch.undo()
     assert redact_corpus(corpus, tmp_path / "same", RedactorSpec(detector="regex", mode="hash", key="k", batch_size=2),
                          rows_per_shard=3)["shards_skipped_as_done"] == 1
+
+
+def test_blank_jsonl_lines_are_counted_so_input_lines_add_up(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.jsonl").write_text('{"text": "mail a@b.org"}\n\n{"text": "x"}\n  \n')
+    summary = redact_corpus(tmp_path / "in", tmp_path / "out", SPEC, rows_per_shard=2)
+    assert summary["records"] == 2 and summary["blank_lines_skipped"] == 2  # 4 lines: 2 records, 2 blank

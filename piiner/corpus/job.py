@@ -117,11 +117,11 @@ class Job:
 def run_shard(job, shard, redactor=None):
     """Redact one shard and write its files; returns its counts."""
     redactor = redactor or job.spec.cached()
-    records = read_shard(shard, job.text_field)
+    records, blank_lines = read_shard(shard, job.text_field)
     outputs = []
     for start in range(0, len(records), job.spec.batch_size):
         outputs += redact_records(records[start:start + job.spec.batch_size], redactor, job)
-    return write_shard(job, shard, outputs)
+    return write_shard(job, shard, outputs, blank_lines)
 
 
 def redact_records(records, redactor, job):
@@ -133,7 +133,7 @@ def redact_records(records, redactor, job):
             for (out, _), record in zip(outputs, records)]
 
 
-def write_shard(job, shard, outputs):
+def write_shard(job, shard, outputs, blank_lines=0):
     """A shard's output records, its rejects (the failed records with their reason) and, last, its done marker with
     its counts, each written to a temporary name and renamed; returns the counts."""
     rows = [out for out, _ in outputs]
@@ -143,7 +143,8 @@ def write_shard(job, shard, outputs):
     counts = {"shard": shard.name, "input": os.path.realpath(shard.path), "rows": [shard.start, shard.stop],
               "settings": job.settings(), "records": len(rows), "failed": len(rejects),
               "failures": dict(Counter(reason for _, reason in outputs if reason)),
-              "entities": sum(len(out.get("entities", ())) for out, reason in outputs if not reason)}
+              "entities": sum(len(out.get("entities", ())) for out, reason in outputs if not reason),
+              "blank_lines_skipped": blank_lines}
     _write_atomically(os.path.join(job.output, "_done", f"{shard.name}.json"), json.dumps(counts).encode())
     return counts
 
@@ -265,13 +266,14 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
 
 
 def write_summary(job, shards, skipped=0):
-    total = {"shards": len(shards), "shards_skipped_as_done": skipped, "records": 0, "failed": 0, "entities": 0}
+    total = {"shards": len(shards), "shards_skipped_as_done": skipped, "records": 0, "failed": 0, "entities": 0,
+             "blank_lines_skipped": 0}
     failures = Counter()
     for shard in shards:
         with open(os.path.join(job.output, "_done", f"{shard.name}.json")) as f:
             counts = json.load(f)
-        for key in ("records", "failed", "entities"):
-            total[key] += counts[key]
+        for key in ("records", "failed", "entities", "blank_lines_skipped"):
+            total[key] += counts.get(key, 0)  # a marker from before blank lines were counted has none
         failures.update(counts["failures"])
     total["failures"] = dict(sorted(failures.items()))
     with open(os.path.join(job.output, "summary.json"), "w") as f:

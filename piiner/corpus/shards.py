@@ -86,9 +86,10 @@ def _row_count(file, kind):
 
 
 def read_shard(shard, text_field):
-    """The shard's records, numbered from 1 within the shard (`Record.line`)."""
+    """The shard's records, numbered from 1 within the shard (`Record.line`), and how many blank JSONL lines it
+    skipped (no record, but counted, so that a file's lines add up)."""
     if shard.kind == "jsonl":
-        records = []
+        records, blank = [], 0
         with open(shard.path, "rb") as f:
             for number, raw in enumerate(f):
                 if number < shard.start:
@@ -96,17 +97,19 @@ def read_shard(shard, text_field):
                 if shard.stop is not None and number >= shard.stop:
                     break
                 record = parse_line(raw, number + 1, "jsonl", text_field)
-                if record is not None:
+                if record is None:
+                    blank += 1
+                else:
                     records.append(record)
-        return records
+        return records, blank
     if shard.kind in ("json", "text"):
         with open(shard.path, "rb") as f:
             records = whole_input_records(f.read(), shard.kind, text_field)
         if shard.kind == "text":  # a document's id is its file name
             records = [dataclasses.replace(r, fields={"id": os.path.basename(shard.path)}) for r in records]
-        return records
+        return records, 0
     rows = _table_rows(shard)
-    return [object_record(row, shard.start + i + 1, text_field) for i, row in enumerate(rows)]
+    return [object_record(row, shard.start + i + 1, text_field) for i, row in enumerate(rows)], 0
 
 
 def _table_rows(shard):
