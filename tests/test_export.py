@@ -302,3 +302,23 @@ def test_commands_name_a_missing_graph_or_data_without_a_traceback(exported, tmp
     assert main([a.format(**fill) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("piiner-export: error: ") and named.format(**fill) in err and "Traceback" not in err
+
+
+def test_export_into_a_folder_of_other_files_is_refused_and_leaves_them_as_they_were(exported, tmp_path, capsys):
+    """The export writes config.json, the tokenizer's files and model.onnx: into a folder of someone else's files
+    (the model folder itself, say) it wrote over theirs."""
+    model, tokenizer, model_dir, onnx_dir = exported
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "config.json").write_text('{"mine": true}')
+    with pytest.raises(FileExistsError, match="no ONNX export wrote.*config.json"):
+        export_onnx(model, mine, tokenizer=tokenizer)
+    assert [p.name for p in mine.iterdir()] == ["config.json"]
+    assert (mine / "config.json").read_text() == '{"mine": true}'
+    from piiner.export.cli import main as export_main
+
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in model_dir.iterdir())
+    assert export_main(["export", str(model_dir), "--out", str(model_dir)]) == 2
+    assert "no ONNX export wrote" in capsys.readouterr().err
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in model_dir.iterdir()) == before
+    export_onnx(model, onnx_dir, tokenizer=tokenizer)  # an earlier export's folder is written again

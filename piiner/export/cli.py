@@ -30,12 +30,12 @@ def load_texts(data, split, limit):
 
 
 def cmd_export(args):
-    from piiner.export.onnx_export import DEFAULT_OPSET, export_onnx
+    from piiner.export.onnx_export import DEFAULT_OPSET, check_export_folder, export_onnx
     from piiner.export.quantize import quantize_int8
 
+    out = check_export_folder(args.out or Path(args.model) / "onnx")  # before the model loads
     pipe = load_pipeline(args.model)
     model, tokenizer = pipe.model, pipe.tokenizer
-    out = Path(args.out or Path(args.model) / "onnx")
     started = time.perf_counter()
     path = export_onnx(
         model, out, tokenizer=tokenizer, opset_version=args.opset or DEFAULT_OPSET
@@ -144,8 +144,8 @@ def main(argv=None):
     ]
     try:
         return handler(args) or 0
-    except (SnapshotError, FileNotFoundError, NotADirectoryError, ValueError) as error:  # a path or data given
-        print(f"piiner-export: error: {error}", file=sys.stderr)
+    except (SnapshotError, FileNotFoundError, FileExistsError, NotADirectoryError, ValueError) as error:
+        print(f"piiner-export: error: {error}", file=sys.stderr)  # a path or data given: its error in one line
         return 2
 
 

@@ -171,7 +171,7 @@ def export_onnx(
     if model.config.fusion != "gate" or not model.config.use_crf:
         raise ValueError(f"export_onnx exports the gated char CNN with its CRF; this model is an ablation variant "
                          f"(fusion={model.config.fusion!r}, use_crf={model.config.use_crf})")
-    output_dir = Path(output_dir)
+    output_dir = check_export_folder(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Eager attention: the SDPA path exports as softmax followed by an IsNaN/Where pass over every (heads, seq,
     # seq) score tensor, which onnxruntime runs as two more full passes per layer.
@@ -181,6 +181,22 @@ def export_onnx(
         return _export(model, output_dir, tokenizer, opset_version, verify)
     finally:
         model.piiner.encoder.set_attn_implementation(attention)
+
+
+def check_export_folder(output_dir) -> Path:
+    """`output_dir` as a Path, if it is new, empty or an earlier export's (it holds its `EXPORT_INFO_FILE`). The
+    export writes config.json, the tokenizer's files and the graph there, over any files of the same name, so a
+    folder of other files (the model folder itself, say) is refused."""
+    output_dir = Path(output_dir)
+    if output_dir.is_dir() and not (output_dir / EXPORT_INFO_FILE).is_file():
+        found = sorted(p.name for p in output_dir.iterdir())
+        if found:
+            listed = ", ".join(found[:5]) + (" ..." if len(found) > 5 else "")
+            raise FileExistsError(
+                f"{output_dir} holds files no ONNX export wrote ({listed}): the export writes config.json, the "
+                f"tokenizer's files and {ONNX_FILE} there, over any of the same name; give a new or empty folder (the "
+                "default is the model's onnx/ subfolder)")
+    return output_dir
 
 
 def _export(model, output_dir, tokenizer, opset_version, verify) -> Path:
