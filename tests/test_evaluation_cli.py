@@ -646,3 +646,21 @@ def test_gold_and_predictions_written_with_a_byte_order_mark_are_read(tmp_path):
     _run("--predictions", preds, "--data", gold, "--label-map", "PER=PERSON", "--out", tmp_path / "r.json")
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["meta"]["n_texts"] == 3 and report["overall"]["f1"] == 1.0
+
+
+@pytest.mark.parametrize("outputs", [("--out", "gold"), ("--save-predictions", "gold"), ("--out", "preds"),
+                                     ("--out", "saved", "--save-predictions", "saved"),
+                                     ("--save-predictions", "saved", "--compare", "regex", "--out", "saved.regex")])
+def test_an_output_that_is_an_input_or_another_output_is_refused_and_nothing_is_written(tmp_path, gold_file,
+                                                                                      capsys, outputs):
+    """--out gold.jsonl wrote the report over the gold file it had just read."""
+    preds = _write_jsonl(tmp_path / "p.jsonl", [{"id": r["id"], "spans": r["spans"]} for r in GOLD])
+    paths = {"gold": gold_file, "preds": preds, "saved": str(tmp_path / "saved.jsonl"),
+             "saved.regex": str(tmp_path / "saved.regex.jsonl")}
+    argv = [paths.get(a, a) for a in outputs]
+    before = {p: open(p).read() for p in (gold_file, preds)}
+    with pytest.raises(SystemExit) as exited:
+        _run("--predictions", preds, "--data", gold_file, "--label-map", "PER=PERSON", *argv)
+    assert exited.value.code == 2 and "would be written over" in capsys.readouterr().err
+    assert {p: open(p).read() for p in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gold.jsonl", "p.jsonl"]

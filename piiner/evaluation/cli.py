@@ -15,6 +15,7 @@ whose interval holds 0 is one these documents cannot tell from chance.
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -86,7 +87,29 @@ def parse_args(argv=None):
         p.error(f"--compare: unknown baselines {unknown}; choose from {sorted(BASELINES)} or give a .jsonl file")
     if args.resamples < 100:
         p.error("--resamples must be >= 100")
+    clash = _written_over(args, compared)
+    if clash:
+        p.error(clash)
     return args
+
+
+def _written_over(args, compared):
+    """Why a file this run writes would be written over an input it reads or over another of its outputs
+    (``--out gold.jsonl``); None when none would."""
+    reads = [("--data", args.data), ("--predictions", args.predictions)] + [
+        ("--compare", path) for path in compared.values() if path.endswith(".jsonl")]
+    writes = [("--out", args.out), ("--save-predictions", args.save_predictions)]
+    if args.save_predictions:
+        writes += [(f"--save-predictions' {name} file", compared_predictions(args.save_predictions, name))
+                   for name, baseline in compared.items() if baseline in BASELINES]
+    seen = {os.path.realpath(path): f"{flag} {path}" for flag, path in reads if path and os.path.isfile(path)}
+    for flag, path in writes:
+        key = path and os.path.realpath(path)
+        if key in seen:
+            return f"{flag} {path} is also {seen[key]}: it would be written over; give another path"
+        if key:
+            seen[key] = f"{flag} {path}"
+    return None
 
 
 def _compared(spec):
