@@ -1,9 +1,11 @@
 """NAME=VALUE settings of the command lines and configs: `--from-dir SOURCE=PATH`, `--threshold TIER=SCORE`,
 `--report NAME=REPORT.json`, `--compare NAME=FILE.jsonl`, label maps (`PER=PERSON,...` or a JSON file) and
 `source_repeats` (`presidio=3,...`). Every one is read here, the same way: a name given twice is an error, because
-the dict they become keeps one value per name and would drop the other without a word."""
+the dict they become keeps one value per name and would drop the other without a word. And `written_over`: the one
+check of every command that an output it writes is not a file it reads or another of its outputs."""
 
 import json
+import os
 
 
 def name_value_pairs(items, option, form="NAME=VALUE", split_at_last=False, allow_empty=False):
@@ -53,3 +55,24 @@ def load_json_object(path, option):
 
 
 __all__ = ["name_value_pairs", "comma_pairs", "load_json_object"]
+
+
+def written_over(reads, writes):
+    """Why an output would land on an input or on an earlier output ("--out gold.jsonl is also --data gold.jsonl:
+    ..."), for the command's error; None when none would. `reads` and `writes` are ``(option, path)`` pairs; a read
+    that is no file (a folder, a Hub id, "-") and an empty or "-" output are passed over. An existing file is known
+    by its inode (a link or another spelling of its path is the same file), a new one by its path."""
+    def key(path):
+        if os.path.exists(path):
+            stat = os.stat(path)
+            return stat.st_dev, stat.st_ino
+        return os.path.realpath(path)
+
+    seen = {key(path): f"{option} {path}" for option, path in reads if path and os.path.isfile(path)}
+    for option, path in writes:
+        if not path or path == "-":
+            continue
+        if key(path) in seen:
+            return f"{option} {path} is also {seen[key(path)]}: it would be written over; give another path"
+        seen[key(path)] = f"{option} {path}"
+    return None

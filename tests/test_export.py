@@ -292,6 +292,9 @@ def test_finder_runs_the_text_side_on_one_torch_thread_and_restores_the_setting(
     (["predict", "{tmp}/missing", "--data", "{tmp}/texts.jsonl", "--out", "{tmp}/p.jsonl"], "no ONNX graph at {tmp}/missing"),
     (["predict", "{onnx}", "--data", "{tmp}/absent.jsonl", "--out", "{tmp}/p.jsonl"], "{tmp}/absent.jsonl"),
     (["batch-check", "{onnx}", "--file", "model.fp16.onnx", "--data", "{tmp}/texts.jsonl"], "model.fp16.onnx"),
+    # the predictions were written over the texts they came from
+    (["predict", "{onnx}", "--data", "{tmp}/texts.jsonl", "--out", "{tmp}/texts.jsonl"],
+     "--out {tmp}/texts.jsonl is also --data {tmp}/texts.jsonl"),
 ])
 def test_commands_name_a_missing_graph_or_data_without_a_traceback(exported, tmp_path, capsys, argv, named):
     from piiner.export.cli import main
@@ -302,6 +305,7 @@ def test_commands_name_a_missing_graph_or_data_without_a_traceback(exported, tmp
     assert main([a.format(**fill) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("piiner-export: error: ") and named.format(**fill) in err and "Traceback" not in err
+    assert (tmp_path / "texts.jsonl").read_text() == '{"text": "call 555-0100", "spans": []}\n'
 
 
 def test_export_into_a_folder_of_other_files_is_refused_and_leaves_them_as_they_were(exported, tmp_path, capsys):

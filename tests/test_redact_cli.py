@@ -121,7 +121,7 @@ def test_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path, capsys
     path.write_text("mail a@b.com\n")
     for same in (str(path), str(tmp_path / "." / "x.txt")):
         code, _, err = run([str(path), "-o", same], capsys)
-        assert code == cli.EXIT_OUTPUT and "is the input" in err
+        assert code == cli.EXIT_OUTPUT and f"output {same} is also input {path}" in err
     assert path.read_text() == "mail a@b.com\n"
 
 

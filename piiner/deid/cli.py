@@ -20,7 +20,7 @@ import os
 import sys
 import tempfile
 
-from ..options import name_value_pairs
+from ..options import name_value_pairs, written_over
 from .redact import KEYED_MODES, MODES, Redactor
 from .streaming import FORMATS, StreamFailure, redact_stream
 
@@ -113,10 +113,9 @@ def check_output(path, inputs):
         return
     if os.path.isdir(path):
         raise OutputError(f"output {path} is a directory; give a file path")
-    for source in inputs:
-        if source != "-" and os.path.exists(path) and os.path.samefile(path, source):
-            raise OutputError(f"output {path} is the input {source}: writing it would destroy the input; "
-                              "choose another output path")
+    clash = written_over([("input", source) for source in inputs], [("output", path)])
+    if clash:
+        raise OutputError(clash)
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise OutputError(f"cannot write {path}: the folder {folder} does not exist")

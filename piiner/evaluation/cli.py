@@ -15,7 +15,6 @@ whose interval holds 0 is one these documents cannot tell from chance.
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import time
@@ -37,7 +36,7 @@ from piiner.evaluation.metrics import (
     bootstrap_f1, redaction_coverage, relaxed_matches, set_aside_unjudged, span_metrics, unscored_spans)
 from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
-from piiner.options import name_value_pairs
+from piiner.options import name_value_pairs, written_over
 from piiner.pii_schema import TIER_OF
 from piiner.snapshot import check_model_path, load_pipeline
 
@@ -102,14 +101,7 @@ def _written_over(args, compared):
     if args.save_predictions:
         writes += [(f"--save-predictions' {name} file", compared_predictions(args.save_predictions, name))
                    for name, baseline in compared.items() if baseline in BASELINES]
-    seen = {os.path.realpath(path): f"{flag} {path}" for flag, path in reads if path and os.path.isfile(path)}
-    for flag, path in writes:
-        key = path and os.path.realpath(path)
-        if key in seen:
-            return f"{flag} {path} is also {seen[key]}: it would be written over; give another path"
-        if key:
-            seen[key] = f"{flag} {path}"
-    return None
+    return written_over(reads, writes)
 
 
 def _compared(spec):

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from piiner.options import written_over
 from piiner.snapshot import SnapshotError, load_pipeline
 
 
@@ -50,6 +51,9 @@ def cmd_export(args):
 def cmd_predict(args):
     from piiner.export.onnx_runtime import OnnxPiiNer
 
+    clash = written_over([("--data", args.data)], [("--out", args.out)])
+    if clash:
+        raise ValueError(clash)
     finder = OnnxPiiNer(args.onnx_dir, onnx_file=args.file)
     rows = load_texts(args.data, args.split, args.limit)
     started = time.perf_counter()
