@@ -271,3 +271,15 @@ def test_blank_jsonl_lines_are_counted_so_input_lines_add_up(tmp_path):
     (tmp_path / "in" / "a.jsonl").write_text('{"text": "mail a@b.org"}\n\n{"text": "x"}\n  \n')
     summary = redact_corpus(tmp_path / "in", tmp_path / "out", SPEC, rows_per_shard=2)
     assert summary["records"] == 2 and summary["blank_lines_skipped"] == 2  # 4 lines: 2 records, 2 blank
+
+
+def test_a_model_the_workers_cannot_load_is_one_error_line_not_a_broken_pool(tmp_path, capsys):
+    """With --num-proc 2 each worker failed in its initializer: two tracebacks and BrokenProcessPool."""
+    corpus = write_repeated_email(tmp_path / "corpus", rows=2)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_text("not weights")  # passes the path check, fails to load
+    assert corpus_main(["--input", str(corpus), "--output", str(tmp_path / "out"), "--model", str(model),
+                        "--num-proc", "2", "--rows-per-shard", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("piiner-corpus: error: ") and "model_type" in err and "BrokenProcessPool" not in err

@@ -9,12 +9,8 @@ from .job import run_shard
 from .shards import Shard
 
 
-def _start_worker(spec):
-    spec.cached()  # the model loads once per worker, before its first shard
-
-
 def _run_one(job, shard):
-    return run_shard(job, shard)
+    return run_shard(job, shard)  # a worker builds its redactor at its first shard, then keeps it (`spec.cached`)
 
 
 def run_local(job, shards, num_proc):
@@ -25,8 +21,9 @@ def run_local(job, shards, num_proc):
         return
     # "spawn": a fresh interpreter per worker, never a fork of a process that holds torch threads.
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(num_proc, mp_context=context, initializer=_start_worker,
-                                                initargs=(job.spec,)) as pool:
+    # No initializer: a redactor that fails to build there breaks the pool with no word of why; in a shard, its
+    # error comes back here as itself.
+    with concurrent.futures.ProcessPoolExecutor(num_proc, mp_context=context) as pool:
         for done in concurrent.futures.as_completed([pool.submit(_run_one, job, s) for s in shards]):
             done.result()  # a worker's exception stops the job; finished shards stay done
 
