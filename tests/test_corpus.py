@@ -85,7 +85,7 @@ def test_ray_actors_given_gpus_run_the_model_on_them(tmp_path, monkeypatch):
     corpus = write_corpus(tmp_path / "corpus")
     for i, device in enumerate((None, "cuda:1")):
         with pytest.raises(FileNotFoundError):  # no shard ran, so no done markers: only the spec is under test
-            redact_corpus(corpus, tmp_path / f"out{i}", RedactorSpec(model="m", device=device), engine="ray",
+            redact_corpus(corpus, tmp_path / f"out{i}", RedactorSpec(model="org/m", device=device), engine="ray",
                           num_gpus=1)
     assert seen == ["cuda", "cuda:1"]
 
@@ -283,3 +283,18 @@ def test_a_model_the_workers_cannot_load_is_one_error_line_not_a_broken_pool(tmp
                         "--num-proc", "2", "--rows-per-shard", "1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("piiner-corpus: error: ") and "model_type" in err and "BrokenProcessPool" not in err
+
+
+def test_a_model_path_that_is_no_model_is_named_before_any_engine_starts(tmp_path, monkeypatch):
+    import piiner.corpus.engines as engines
+    from piiner.snapshot import SnapshotError
+
+    started = []
+    monkeypatch.setattr(engines, "run_ray", lambda *args: started.append("ray"))
+    monkeypatch.setattr(engines, "run_local", lambda *args: started.append("local"))
+    corpus = write_repeated_email(tmp_path / "corpus", rows=2)
+    for engine, num_proc in (("ray", 2), ("datasets", 2)):
+        with pytest.raises(SnapshotError, match="model folder not found: /no/such/model"):
+            redact_corpus(corpus, tmp_path / f"out-{engine}", RedactorSpec(model="/no/such/model"), engine=engine,
+                          num_proc=num_proc)
+    assert started == []

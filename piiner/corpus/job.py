@@ -31,6 +31,7 @@ from collections import Counter
 from piiner.deid.redact import KEYED_MODES
 from piiner.deid.streaming import StreamSummary, process_records
 from piiner.deid.surrogates import keyed_digest
+from piiner.snapshot import check_model_path
 
 from .shards import CorpusError, dumps, plan_shards, read_shard
 
@@ -244,6 +245,8 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
         spec = dataclasses.replace(spec, key=secrets.token_bytes(32))
     if num_gpus and spec.device is None and spec.detector == "model":
         spec = dataclasses.replace(spec, device="cuda")
+    if spec.detector == "model":
+        check_model_path(spec.model)  # a typo named here, not by each worker or Ray actor that fails to load it
     job = Job(os.fspath(output), spec, text_field, detect_only, output_format)
     shards = plan_shards(source, rows_per_shard)
     check_output_folder(job.output, source)
