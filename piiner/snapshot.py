@@ -16,12 +16,14 @@ class SnapshotError(ValueError):
 
 def check_model_path(model_dir):
     """The path as a string; a `SnapshotError` naming it when it is neither a snapshot folder nor shaped like a Hub
-    id, or a folder without safetensors weights."""
+    id, or a folder without its config or safetensors weights."""
     path = str(model_dir)
     local = pathlib.Path(os.path.expanduser(path))
     if local.exists():
         if not local.is_dir():
             raise SnapshotError(f"the model must be a saved model folder or a Hub id, got the file {path}")
+        if not (local / "config.json").is_file():
+            raise SnapshotError(f"no config.json in {path}: not a saved model folder (save_pretrained writes one)")
         if not any(local.glob("*.safetensors")):
             found = ", ".join(sorted(p.name for p in local.iterdir())) or "nothing"
             raise SnapshotError(f"no *.safetensors weights in {path} (found: {found}); piiner loads weights only "

@@ -278,7 +278,8 @@ def test_a_model_the_workers_cannot_load_is_one_error_line_not_a_broken_pool(tmp
     corpus = write_repeated_email(tmp_path / "corpus", rows=2)
     model = tmp_path / "model"
     model.mkdir()
-    (model / "model.safetensors").write_text("not weights")  # passes the path check, fails to load
+    (model / "config.json").write_text("{}")  # with weights: passes the path check, fails to load
+    (model / "model.safetensors").write_text("not weights")
     assert corpus_main(["--input", str(corpus), "--output", str(tmp_path / "out"), "--model", str(model),
                         "--num-proc", "2", "--rows-per-shard", "1"]) == 2
     err = capsys.readouterr().err

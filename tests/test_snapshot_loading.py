@@ -96,3 +96,18 @@ def test_a_new_head_is_built_explicitly(snapshots):
     model = PiiNerForTokenClassification.from_pretrained(snapshots / "whole", id2label=id2label,
                                                          ignore_mismatched_sizes=True)
     assert model.classifier.out_features == 3
+
+
+def test_a_folder_of_weights_without_a_config_is_named_by_every_command(tmp_path, capsys):
+    """piiner-serve and piiner-demo printed transformers' traceback ("Unrecognized model ... model_type")."""
+    from piiner.demo import main as demo_main
+    from piiner.serve.cli import main as serve_main
+
+    model = tmp_path / "weights"
+    model.mkdir()
+    save_file({"w": torch.zeros(2)}, model / "model.safetensors", metadata={"format": "pt"})
+    for command in (lambda: demo_main(["--model", str(model)]), lambda: serve_main(["--model", str(model)])):
+        with pytest.raises(SystemExit) as exited:
+            command()
+        assert exited.value.code == 2
+        assert f"no config.json in {model}" in capsys.readouterr().err
