@@ -43,9 +43,10 @@ def load_pipeline(model_dir, device=None, batch_size=None):
     try:
         return pipeline("token-classification", model=path, trust_remote_code=True, device=device,
                         model_kwargs={"use_safetensors": True}, **kwargs)
-    except LookupError as error:
+    except (LookupError, ValueError) as error:
         # The snapshot's IncompleteCheckpointError comes from its own copy of modeling_piiner.py, so it is caught by
-        # its base class; a KeyError or IndexError is a bug somewhere, not a verdict on the snapshot.
+        # its base class; a ValueError is transformers refusing the folder's config ("Unrecognized model ... no
+        # model_type"); a KeyError or IndexError is a bug somewhere, not a verdict on the snapshot.
         if isinstance(error, (KeyError, IndexError)):
             raise
         raise SnapshotError(str(error)) from None

@@ -106,8 +106,11 @@ def test_a_folder_of_weights_without_a_config_is_named_by_every_command(tmp_path
     model = tmp_path / "weights"
     model.mkdir()
     save_file({"w": torch.zeros(2)}, model / "model.safetensors", metadata={"format": "pt"})
-    for command in (lambda: demo_main(["--model", str(model)]), lambda: serve_main(["--model", str(model)])):
-        with pytest.raises(SystemExit) as exited:
-            command()
-        assert exited.value.code == 2
-        assert f"no config.json in {model}" in capsys.readouterr().err
+    for config, named in ((None, f"no config.json in {model}"), ("{}", "model_type")):  # no model config in it
+        if config:
+            (model / "config.json").write_text(config)
+        for command in (lambda: demo_main(["--model", str(model)]), lambda: serve_main(["--model", str(model)])):
+            with pytest.raises(SystemExit) as exited:
+                command()
+            err = capsys.readouterr().err
+            assert exited.value.code == 2 and named in err and "Traceback" not in err
