@@ -160,3 +160,30 @@ def test_a_pdf_comes_back_redacted_page_by_page(client):
     assert {e["type"] for e in page["entities"]} == {"EMAIL", "SSN"} and all(e["page"] == 1 for e in page["entities"])
     not_pdf = client.post("/v1/redact", files={"file": ("x.pdf", b"hello", "application/pdf")})
     assert not_pdf.status_code == 422 and "not a PDF" in not_pdf.json()["detail"]
+
+
+def test_the_batcher_keeps_counts_not_a_record_of_every_batch():
+    """It appended every batch's size to a list for /health: a service up for months grew by a word per batch."""
+    import tracemalloc
+
+    from piiner.serve.batching import MicroBatcher
+
+    async def scenario():
+        batcher = MicroBatcher(lambda texts: [[] for _ in texts], max_texts=4, max_wait_ms=0)
+        await batcher.start()
+        try:
+            for _ in range(200):  # warm: the executor's threads and the loop's own structures exist
+                await batcher.submit(["x"])
+            tracemalloc.start()
+            before = tracemalloc.take_snapshot()
+            for _ in range(5000):
+                await batcher.submit(["x"])
+            grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename"))
+            tracemalloc.stop()
+        finally:
+            await batcher.stop()
+        return batcher, grown
+
+    batcher, grown = asyncio.run(scenario())
+    assert (batcher.batches_run, batcher.texts_run) == (5200, 5200)
+    assert grown < 20_000, f"{grown} bytes more after 5,000 batches"  # a list of sizes: about 40,000

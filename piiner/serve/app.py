@@ -162,8 +162,7 @@ def create_app(detector, model_name="detector", settings=None):
 
     @app.get("/health", summary="Liveness and what the service runs")
     async def health():
-        return {"status": "ok", "model": model_name, "batches": len(batcher.batches),
-                "texts": sum(batcher.batches)}
+        return {"status": "ok", "model": model_name, "batches": batcher.batches_run, "texts": batcher.texts_run}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page():
