@@ -299,3 +299,16 @@ def test_a_model_path_that_is_no_model_is_named_before_any_engine_starts(tmp_pat
             redact_corpus(corpus, tmp_path / f"out-{engine}", RedactorSpec(model="/no/such/model"), engine=engine,
                           num_proc=num_proc)
     assert started == []
+
+
+def test_files_of_an_input_folder_that_are_not_read_are_counted_and_named(tmp_path, capsys):
+    """A .csv beside the .jsonl files, or a file whose name starts with "_", was passed over without a word."""
+    corpus = write_repeated_email(tmp_path / "corpus", rows=2)
+    for name in ("notes.csv", "README.md", ".hidden.jsonl", "_draft.jsonl"):
+        (corpus / name).write_text('{"text": "mail b@c.org"}\n')
+    summary = redact_corpus(corpus, tmp_path / "out", SPEC)
+    assert summary["records"] == 2
+    assert summary["files_not_read"] == {"name starts with . or _": 2, "not .jsonl/.ndjson/.json/.parquet/.txt": 2}
+    assert corpus_main(["--input", str(corpus), "--output", str(tmp_path / "out2"), "--detector", "regex"]) == 0
+    err = capsys.readouterr().err
+    assert "4 files of the input folder not read" in err and "notes.csv" in err and "_draft.jsonl" in err

@@ -63,6 +63,10 @@ def main(argv=None):
     except (CorpusError, ValueError) as error:
         print(f"piiner-corpus: error: {error}", file=sys.stderr)
         return 2
+    if summary.get("files_not_read"):
+        reasons = ", ".join(f"{reason}: {count}" for reason, count in summary["files_not_read"].items())
+        print(f"piiner-corpus: {sum(summary['files_not_read'].values())} files of the input folder not read "
+              f"({reasons}), e.g. {', '.join(summary['files_not_read_first'])}", file=sys.stderr)
     print(json.dumps(summary, indent=1))
     return 1 if summary["failed"] else 0
 

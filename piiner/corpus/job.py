@@ -33,7 +33,7 @@ from piiner.deid.streaming import StreamSummary, process_records
 from piiner.deid.surrogates import keyed_digest
 from piiner.snapshot import check_model_path
 
-from .shards import CorpusError, dumps, plan_shards, read_shard
+from .shards import CorpusError, dumps, plan_shards, read_shard, unread_files
 
 _REDACTORS = {}  # one per worker process, built on first use
 
@@ -265,12 +265,17 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
             run_ray(job, todo, num_proc, address, num_gpus)
         else:
             raise ValueError(f"engine must be 'datasets' or 'ray', got {engine!r}")
-    return write_summary(job, shards, skipped=len(shards) - len(todo))
+    return write_summary(job, shards, skipped=len(shards) - len(todo), unread=unread_files(source))
 
 
-def write_summary(job, shards, skipped=0):
+def write_summary(job, shards, skipped=0, unread=None):
+    """summary.json: the shards' counts added up, failures by reason, and the input folder's files not read (by
+    reason, with the first few named)."""
     total = {"shards": len(shards), "shards_skipped_as_done": skipped, "records": 0, "failed": 0, "entities": 0,
              "blank_lines_skipped": 0}
+    if unread:
+        total["files_not_read"] = {reason: len(paths) for reason, paths in sorted(unread.items())}
+        total["files_not_read_first"] = sorted(p for paths in unread.values() for p in paths)[:5]
     failures = Counter()
     for shard in shards:
         with open(os.path.join(job.output, "_done", f"{shard.name}.json")) as f:

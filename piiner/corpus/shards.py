@@ -38,13 +38,12 @@ def plan_shards(source, rows_per_shard=50_000):
     if not isinstance(source, (str, os.PathLike)):
         return _dataset_shards(source, rows_per_shard)
     path = os.fspath(source)
-    if os.path.isdir(path) and any(os.path.exists(os.path.join(path, m)) for m in ("dataset_info.json", "state.json")):
+    if _is_saved_dataset(path):
         import datasets
 
         return _dataset_shards(datasets.load_from_disk(path), rows_per_shard, path)
     files = [path] if os.path.isfile(path) else sorted(
-        os.path.join(root, name) for root, _, names in os.walk(path) for name in names
-        if os.path.splitext(name)[1].lower() in SUFFIXES and not name.startswith((".", "_")))
+        os.path.join(root, name) for root, _, names in os.walk(path) for name in names if not _passed_over(name))
     if not os.path.exists(path):
         raise CorpusError(f"input {path} does not exist")
     if not files:
@@ -59,6 +58,34 @@ def plan_shards(source, rows_per_shard=50_000):
             stop = start + rows_per_shard if kind in ("jsonl", "parquet") else None
             shards.append(Shard(len(shards), kind, file, start, stop))
     return shards
+
+
+def _is_saved_dataset(path):
+    return os.path.isdir(path) and any(os.path.exists(os.path.join(path, m)) for m in ("dataset_info.json",
+                                                                                      "state.json"))
+
+
+def _passed_over(name):
+    """Why a file of an input folder is not read (None: it is): hidden, or not a type the job reads."""
+    if name.startswith((".", "_")):
+        return "name starts with . or _"
+    if os.path.splitext(name)[1].lower() not in SUFFIXES:
+        return f"not {'/'.join(SUFFIXES)}"
+    return None
+
+
+def unread_files(source):
+    """{reason: [path, ...]} of the files under an input folder that `plan_shards` does not read, so that a job can
+    say so; {} for a file, a saved dataset or a `datasets.Dataset`."""
+    if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source) or _is_saved_dataset(source):
+        return {}
+    unread = {}
+    for root, _, names in os.walk(source):
+        for name in sorted(names):
+            reason = _passed_over(name)
+            if reason:
+                unread.setdefault(reason, []).append(os.path.join(root, name))
+    return unread
 
 
 def _dataset_shards(dataset, rows_per_shard, path=None):
