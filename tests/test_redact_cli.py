@@ -203,3 +203,11 @@ def test_a_json_array_is_read_as_json(tmp_path, capsys):
     assert out[1]["redacted_text"] == "call [SSN]"
     assert out[2]["line"] == 3 and "got int" in out[2]["error"]
     assert "from 3 array elements (json)" in err
+
+
+def test_a_folder_given_as_input_is_named_as_a_folder(tmp_path, capsys):
+    """It was "input file not found" for a folder that exists."""
+    with pytest.raises(SystemExit) as exited:
+        run([str(tmp_path)], capsys)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and f"{tmp_path} is a folder" in err and "piiner-corpus" in err

@@ -161,6 +161,8 @@ def main(argv=None):
     if args.text_output and args.detect_only:
         parser.error("--text-output writes redacted text; it cannot be combined with --detect-only")
     from_stdin = args.input == "-"
+    if not from_stdin and os.path.isdir(args.input):
+        parser.error(f"{args.input} is a folder: piiner-redact reads one file (piiner-corpus reads a folder)")
     if not from_stdin and not os.path.isfile(args.input):
         parser.error(f"input file not found: {args.input}")
     if args.text_output and args.text_output == args.output:
