@@ -9,10 +9,6 @@ from .job import run_shard
 from .shards import Shard
 
 
-def _run_one(job, shard):
-    return run_shard(job, shard)  # a worker builds its redactor at its first shard, then keeps it (`spec.cached`)
-
-
 def run_local(job, shards, num_proc):
     """Shards over `num_proc` worker processes (or this process for 1), each loading the model once."""
     if num_proc <= 1:
@@ -21,10 +17,10 @@ def run_local(job, shards, num_proc):
         return
     # "spawn": a fresh interpreter per worker, never a fork of a process that holds torch threads.
     context = multiprocessing.get_context("spawn")
-    # No initializer: a redactor that fails to build there breaks the pool with no word of why; in a shard, its
-    # error comes back here as itself.
+    # No initializer: a redactor that fails to build there breaks the pool with no word of why. A worker builds it
+    # at its first shard (`run_shard`: `spec.cached`) and keeps it; an error there comes back here as itself.
     with concurrent.futures.ProcessPoolExecutor(num_proc, mp_context=context) as pool:
-        for done in concurrent.futures.as_completed([pool.submit(_run_one, job, s) for s in shards]):
+        for done in concurrent.futures.as_completed([pool.submit(run_shard, job, s) for s in shards]):
             done.result()  # a worker's exception stops the job; finished shards stay done
 
 

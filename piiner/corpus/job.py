@@ -33,7 +33,7 @@ from piiner.deid.streaming import StreamSummary, process_records
 from piiner.deid.surrogates import keyed_digest
 from piiner.snapshot import check_model_path
 
-from .shards import CorpusError, dumps, plan_shards, read_shard, unread_files
+from .shards import CorpusError, dumps, plan_shards, read_shard
 
 _REDACTORS = {}  # one per worker process, built on first use
 
@@ -248,7 +248,7 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
     if spec.detector == "model":
         check_model_path(spec.model)  # a typo named here, not by each worker or Ray actor that fails to load it
     job = Job(os.fspath(output), spec, text_field, detect_only, output_format)
-    shards = plan_shards(source, rows_per_shard)
+    shards, unread = plan_shards(source, rows_per_shard)
     check_output_folder(job.output, source)
     todo = pending(job, shards)
     if todo and engine == "datasets" and num_proc <= 1:
@@ -265,7 +265,7 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
             run_ray(job, todo, num_proc, address, num_gpus)
         else:
             raise ValueError(f"engine must be 'datasets' or 'ray', got {engine!r}")
-    return write_summary(job, shards, skipped=len(shards) - len(todo), unread=unread_files(source))
+    return write_summary(job, shards, skipped=len(shards) - len(todo), unread=unread)
 
 
 def write_summary(job, shards, skipped=0, unread=None):

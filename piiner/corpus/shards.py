@@ -34,16 +34,24 @@ class Shard:
 
 def plan_shards(source, rows_per_shard=50_000):
     """The shards of `source`: a path, or a `datasets.Dataset` (saved to a temporary folder is not needed: it is
-    cut by rows and read back by the workers from its cache files)."""
+    cut by rows and read back by the workers from its cache files); and, for a folder of files, {reason: [path, ...]}
+    of the files under it that are not read, so that a job can say so ({} otherwise)."""
     if not isinstance(source, (str, os.PathLike)):
-        return _dataset_shards(source, rows_per_shard)
+        return _dataset_shards(source, rows_per_shard), {}
     path = os.fspath(source)
     if _is_saved_dataset(path):
         import datasets
 
-        return _dataset_shards(datasets.load_from_disk(path), rows_per_shard, path)
-    files = [path] if os.path.isfile(path) else sorted(
-        os.path.join(root, name) for root, _, names in os.walk(path) for name in names if not _passed_over(name))
+        return _dataset_shards(datasets.load_from_disk(path), rows_per_shard, path), {}
+    files, unread = [path] if os.path.isfile(path) else [], {}
+    for root, _, names in os.walk(path):  # nothing for a file
+        for name in names:
+            reason = _passed_over(name)
+            if reason:
+                unread.setdefault(reason, []).append(os.path.join(root, name))
+            else:
+                files.append(os.path.join(root, name))
+    files.sort()
     if not os.path.exists(path):
         raise CorpusError(f"input {path} does not exist")
     if not files:
@@ -57,7 +65,7 @@ def plan_shards(source, rows_per_shard=50_000):
         for start in range(0, max(rows, 1), rows_per_shard) if kind in ("jsonl", "parquet") else [0]:
             stop = start + rows_per_shard if kind in ("jsonl", "parquet") else None
             shards.append(Shard(len(shards), kind, file, start, stop))
-    return shards
+    return shards, {reason: sorted(paths) for reason, paths in unread.items()}
 
 
 def _is_saved_dataset(path):
@@ -72,20 +80,6 @@ def _passed_over(name):
     if os.path.splitext(name)[1].lower() not in SUFFIXES:
         return f"not {'/'.join(SUFFIXES)}"
     return None
-
-
-def unread_files(source):
-    """{reason: [path, ...]} of the files under an input folder that `plan_shards` does not read, so that a job can
-    say so; {} for a file, a saved dataset or a `datasets.Dataset`."""
-    if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source) or _is_saved_dataset(source):
-        return {}
-    unread = {}
-    for root, _, names in os.walk(source):
-        for name in sorted(names):
-            reason = _passed_over(name)
-            if reason:
-                unread.setdefault(reason, []).append(os.path.join(root, name))
-    return unread
 
 
 def _dataset_shards(dataset, rows_per_shard, path=None):
