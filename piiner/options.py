@@ -54,9 +54,6 @@ def load_json_object(path, option):
         return json.load(f, object_pairs_hook=unrepeated)
 
 
-__all__ = ["name_value_pairs", "comma_pairs", "load_json_object"]
-
-
 def written_over(reads, writes):
     """Why an output would land on an input or on an earlier output ("--out gold.jsonl is also --data gold.jsonl:
     ..."), for the command's error; None when none would. `reads` and `writes` are ``(option, path)`` pairs; a read
@@ -72,7 +69,11 @@ def written_over(reads, writes):
     for option, path in writes:
         if not path or path == "-":
             continue
-        if key(path) in seen:
-            return f"{option} {path} is also {seen[key(path)]}: it would be written over; give another path"
-        seen[key(path)] = f"{option} {path}"
+        found = key(path)
+        if found in seen:
+            return f"{option} {path} is also {seen[found]}: it would be written over; give another path"
+        seen[found] = f"{option} {path}"
     return None
+
+
+__all__ = ["name_value_pairs", "comma_pairs", "load_json_object", "written_over"]

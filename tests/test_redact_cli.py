@@ -119,7 +119,7 @@ def test_cli_runs_as_a_script_on_stdin():
 def test_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path, capsys):
     path = tmp_path / "x.txt"
     path.write_text("mail a@b.com\n")
-    for same in (str(path), str(tmp_path / "." / "x.txt")):
+    for same in (str(path), f"{tmp_path}/./x.txt"):  # another spelling of it (pathlib would drop the ".")
         code, _, err = run([str(path), "-o", same], capsys)
         assert code == cli.EXIT_OUTPUT and f"output {same} is also input {path}" in err
     assert path.read_text() == "mail a@b.com\n"
@@ -211,3 +211,13 @@ def test_a_folder_given_as_input_is_named_as_a_folder(tmp_path, capsys):
         run([str(tmp_path)], capsys)
     err = capsys.readouterr().err
     assert exited.value.code == 2 and f"{tmp_path} is a folder" in err and "piiner-corpus" in err
+
+
+def test_output_and_text_output_spelled_differently_are_still_one_file(tmp_path, capsys):
+    """Only equal strings were refused: with "x.jsonl" and "./x.jsonl" the text output replaced the JSON one."""
+    path = tmp_path / "in.txt"
+    path.write_text("mail a@b.com\n")
+    out = tmp_path / "x.jsonl"
+    with pytest.raises(SystemExit) as exited:
+        run([str(path), "-o", str(out), "--text-output", f"{tmp_path}/./x.jsonl"], capsys)  # pathlib drops "."
+    assert exited.value.code == 2 and "--text-output" in capsys.readouterr().err and not out.exists()

@@ -165,8 +165,9 @@ def main(argv=None):
         parser.error(f"{args.input} is a folder: piiner-redact reads one file (piiner-corpus reads a folder)")
     if not from_stdin and not os.path.isfile(args.input):
         parser.error(f"input file not found: {args.input}")
-    if args.text_output and args.text_output == args.output:
-        parser.error("--output and --text-output name the same file")
+    clash = written_over([], [("--output", args.output), ("--text-output", args.text_output)])
+    if clash:
+        parser.error(clash)
     if args.text_output == "-" and args.output == "-":
         parser.error("--text-output - needs --output FILE: both cannot go to standard output")
     outputs = []
