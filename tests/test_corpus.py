@@ -312,3 +312,30 @@ def test_files_of_an_input_folder_that_are_not_read_are_counted_and_named(tmp_pa
     assert corpus_main(["--input", str(corpus), "--output", str(tmp_path / "out2"), "--detector", "regex"]) == 0
     err = capsys.readouterr().err
     assert "4 files of the input folder not read" in err and "notes.csv" in err and "_draft.jsonl" in err
+
+
+def test_a_failing_shard_stops_the_local_engine_without_running_the_queued_shards(tmp_path, monkeypatch):
+    """The pool ran every queued shard before the first shard's error came out: a job of thousands of shards went on
+    for hours to report a failure it met at the start (and Ctrl-C waited for them too)."""
+    import concurrent.futures
+    import threading
+
+    import piiner.corpus.engines as engines
+
+    class OneThreadPool(concurrent.futures.ThreadPoolExecutor):  # the process pool's interface, one worker
+        def __init__(self, num_proc, mp_context=None):
+            super().__init__(1)
+
+    ran, wait = [], threading.Event()
+
+    def run_shard(job, shard):
+        ran.append(shard)
+        if shard == 0:
+            raise OSError("shard 0: disk full")
+        wait.wait(0.02)
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", OneThreadPool)
+    monkeypatch.setattr(engines, "run_shard", run_shard)
+    with pytest.raises(OSError, match="disk full"):
+        engines.run_local(None, list(range(50)), num_proc=2)
+    assert 1 <= len(ran) <= 3  # the failed shard, and at most what had started when its error came back

@@ -20,8 +20,12 @@ def run_local(job, shards, num_proc):
     # No initializer: a redactor that fails to build there breaks the pool with no word of why. A worker builds it
     # at its first shard (`run_shard`: `spec.cached`) and keeps it; an error there comes back here as itself.
     with concurrent.futures.ProcessPoolExecutor(num_proc, mp_context=context) as pool:
-        for done in concurrent.futures.as_completed([pool.submit(run_shard, job, s) for s in shards]):
-            done.result()  # a worker's exception stops the job; finished shards stay done
+        try:
+            for done in concurrent.futures.as_completed([pool.submit(run_shard, job, s) for s in shards]):
+                done.result()  # a worker's exception stops the job; finished shards stay done
+        except BaseException:  # an error or Ctrl-C: the shards not started stay undone for the next run
+            pool.shutdown(cancel_futures=True)
+            raise
 
 
 class ShardWorker:
