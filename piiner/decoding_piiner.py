@@ -184,6 +184,22 @@ TYPE_CHECKS = {
 }
 
 
+# An IP address written with its port or in brackets ("10.0.0.5:443", "[2001:db8::1]:8080", "[::1]"): the address is
+# the entity, the brackets and the port lie outside it.
+_ADDRESS_AND_PORT = re.compile(r"\[(?P<v6>[^\]]+)\](?::\d{1,5})?|(?P<v4>[\d.]+):\d{1,5}")
+
+
+def _ip_address_part(word):
+    """`(start, end)` of the IP address within `word` where the word is one written with a port or in brackets."""
+    match = _ADDRESS_AND_PORT.fullmatch(word)
+    group = match and ("v6" if match.group("v6") is not None else "v4")
+    return match.span(group) if match and _is_ip_address(match.group(group)) else None
+
+
+# Types whose entity, failing its check, may hold a part that passes (`TYPE_CHECKS`): that part stays the entity.
+TYPE_PARTS = {"IP_ADDRESS": _ip_address_part}
+
+
 def _phone_word(word):
     return any(c.isdigit() for c in word) or word.strip(".,:;()[]").lower() in {"ext", "x", "extn", "extension"}
 
@@ -297,7 +313,8 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types):
     for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
     that holds a letter in a type of `DIGIT_TYPES`: every label of its type on the tokens holding one and on the
     whole of a word of letters without a digit, but not on a word the type allows (a phone number's "ext."). One
-    that fails its check (`fails_check`): every label of its type on all its tokens. A name ending in lower-case
+    that fails its check (`fails_check`): every label of its type on all its tokens, or on those around a part
+    that passes (`TYPE_PARTS`: the port of "10.0.0.5:443"). A name ending in lower-case
     words (`lower_case_ends`): every label of its type on those words' tokens."""
     kind = entity["type"]
     if kind in UNBROKEN_TYPES and any(c.isspace() for c in entity["word"]):
@@ -317,11 +334,16 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types):
             lettered += [i for i, out in zip(tokens, verdicts) if out]
         if lettered:
             return sorted(lettered), label_ids_of_types(label2id, [kind])
-    outside = ([(entity["start"], entity["end"])] if fails_check(text, entity, capitalised_types)
-               else lower_case_ends(text, entity, capitalised_types))
-    if not outside:
-        return None
-    return _tokens_over(pairs, outside), label_ids_of_types(label2id, [kind])
+    if not fails_check(text, entity, capitalised_types):
+        outside = lower_case_ends(text, entity, capitalised_types)
+        return (_tokens_over(pairs, outside), label_ids_of_types(label2id, [kind])) if outside else None
+    whole = [(entity["start"], entity["end"])]
+    part = TYPE_PARTS[kind](entity["word"]) if kind in TYPE_PARTS else None
+    # the tokens around the part that passes ("10.0.0.5" of "10.0.0.5:443"); all of them where none does, or where
+    # no token lies outside it
+    tokens = part and _tokens_over(pairs, [(entity["start"], entity["start"] + part[0]),
+                                           (entity["start"] + part[1], entity["end"])])
+    return tokens or _tokens_over(pairs, whole), label_ids_of_types(label2id, [kind])
 
 
 @functools.lru_cache(maxsize=2)
