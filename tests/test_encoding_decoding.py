@@ -527,25 +527,11 @@ def test_an_entity_that_fails_its_types_check_takes_the_next_best_type(number, e
 def test_an_ip_address_written_with_its_port_keeps_the_address(written, expected):
     """An address with a port failed the IP check as a whole, so the model's find was dropped: "connection from
     10.0.0.5:443" gave no entity at all."""
-    import numpy as np
-
-    from piiner.crf_numba import crf_decode_cpu
-    from piiner.decoding_piiner import checked_window
-
-    labels = {0: "O", 1: "B-IP_ADDRESS", 2: "I-IP_ADDRESS"}
     text = f"from {written} ok"
     offsets = [m.span() for m in re.finditer(r"\w+|[^\w\s]", text)]  # "10", ".", "0", ..., ":", "443"
-    probs = np.full((len(offsets), 3), 0.1)
-    probs[:, 0] = 0.8  # O, where the model sees no address
-    probs[1], probs[2:-1] = (0.3, 0.6, 0.1), (0.3, 0.1, 0.6)  # the model: one address over the whole written form
-    emissions = np.log(probs).astype(np.float32)
-    mask = np.ones(len(offsets), dtype=bool)
-    crf = np.zeros(3, np.float32), np.zeros((3, 3), np.float32), np.zeros(3, np.float32)
-    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
-    assert [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags[0], marginals[0].max(-1), labels,
-                                                             {})] == [(written, "IP_ADDRESS")]
-    tags, scores = checked_window(text, offsets, tags[0], marginals[0].max(-1), emissions, mask, crf, labels, {})
-    found = [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})]
+    inside = len(offsets) - 2  # the model: one address over the whole written form, a new one ranked next on
+    tags, runner_up = [0, 1] + [2] * (inside - 1) + [0], [1] * (inside + 2)  # each token (its B- label)
+    found = _checked_tokens(text, offsets, tags, runner_up, labels=CHECKED_LABELS)
     assert found == ([(expected, "IP_ADDRESS")] if expected else [])
 
 
