@@ -107,6 +107,19 @@ def test_bare_span_metrics_reports_from_training_render(config, tmp_path):
     assert "(command not recorded)" in content
 
 
+def test_card_names_what_a_baseline_ran(config):
+    """Presidio's figures depend on its spaCy pipeline (the small one scores points lower): the card says which ran,
+    where the report recorded it."""
+    ran = "Presidio 2.2.366, spaCy en_core_web_md 3.8.0"
+    compared = dict(_report(GOLD, GOLD, model="runs/q"), compare={"presidio": dict(span_metrics(GOLD, [[], []]),
+                                                                                  system=ran)})
+    alone = _report(GOLD, [[], []], baseline="presidio", system=ran)
+    body = ModelCard(render_model_card(config, {"btc test": compared, "btc alone": alone},
+                                       data_sources=["synthetic"])).text
+    assert f"| btc test | baseline: presidio (same run; {ran}) | 0.000 |" in body
+    assert f"| btc alone | baseline: presidio ({ran}) | 0.000 |" in body
+
+
 def test_reports_added_later_join_the_training_card(tmp_path, config, capsys):
     """`python -m piiner.evaluation.model_card DIR --report NAME=FILE` adds evaluations run after training to its card,
     keeping the training run's sections."""

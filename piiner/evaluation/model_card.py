@@ -172,8 +172,11 @@ def _summary_table(reports):
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in reports.items():
         meta = r.get("meta", {})
-        systems = [(f"baseline: {meta['baseline']}" if _is_baseline(r) else _other_model(r) or "this model", r)]
-        systems += [(f"baseline: {b} (same run)", c) for b, c in (r.get("compare") or {}).items()]
+        # A baseline is named with what it ran where its report says (Presidio's version and spaCy pipeline).
+        ran = f" ({meta['system']})" if meta.get("system") else ""
+        systems = [(f"baseline: {meta['baseline']}{ran}" if _is_baseline(r) else _other_model(r) or "this model", r)]
+        systems += [(f"baseline: {b} (same run{'; ' + c['system'] if c.get('system') else ''})", c)
+                    for b, c in (r.get("compare") or {}).items()]
         for system, s in systems:
             o = s["overall"]
             other = (s.get("unscored") or {}).get("per_1k_words")
