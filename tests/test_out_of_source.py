@@ -194,6 +194,26 @@ def test_table_of_several_folders_gives_each_source_the_mean_and_range_of_its_ru
         main(["table", *map(str, draws), "--prefix", "report_variant_0_"])
 
 
+def test_tables_name_what_the_baselines_ran(tmp_path, capsys):
+    """Presidio's figures depend on its spaCy pipeline: under a table, what each baseline ran, from the reports that
+    recorded it (a half's report, scored from saved predictions, does not), every system named where runs differ."""
+    draws = [tmp_path / "draw2", tmp_path / "draw3"]
+    for draw, spacy in zip(draws, ("en_core_web_md 3.8.0", "en_core_web_sm 3.8.0")):
+        draw.mkdir()
+        whole = _report(0.6, 9315, {"presidio": 0.4})
+        whole["compare"]["presidio"]["system"] = f"Presidio 2.2.366, spaCy {spacy}"
+        (draw / "whole_variant_0_btc.json").write_text(json.dumps(whole))
+        (draw / "report_variant_0_btc.json").write_text(json.dumps(_report(0.6, 4657, {"presidio": 0.4})))
+    main(["table", str(draws[0]), "--prefix", "report_variant_0_"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2:] == ["| btc | 4,657 | 0.600 (0.600 / 0.600) | 0.400 | - | - |", "",
+                         "Baselines as run: Presidio + spaCy: Presidio 2.2.366, spaCy en_core_web_md 3.8.0."]
+    main(["redaction-table", *map(str, draws), "--prefix", "report_variant_0_"])
+    assert capsys.readouterr().out.splitlines()[-1] == ("Baselines as run: Presidio + spaCy: Presidio 2.2.366, spaCy "
+                                                        "en_core_web_md 3.8.0 and Presidio 2.2.366, spaCy "
+                                                        "en_core_web_sm 3.8.0.")
+
+
 def test_halves_rescore_each_whole_report_on_both_halves_of_its_documents_from_its_saved_predictions(tmp_path, capsys):
     """A recipe change is judged on the development half; the report half's figures are the ones quoted."""
     rows = [{"id": f"t{i}", "group": f"doc{i // 2}", "source": "btc", "text": f"Ann Lee met Bo Kim {i}.",

@@ -343,7 +343,7 @@ def table(args):
     if args.scheme != "strict":
         columns = [c.replace("F1", f"F1 ({RELAXED_SCHEMES[args.scheme]})") for c in columns]
     header = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    print("\n".join(header + rows))
+    print("\n".join(header + rows + _baselines_ran(args.folder)))
 
 
 def unscored_table(args):
@@ -380,7 +380,24 @@ def redaction_table(args):
                  *(f"{_cell(compare[s]['span_recall'])} / {_cell(compare[s]['redacted_share'])}" if compare.get(s)
                    else "-" for s in BASELINES)]
         lines.append("| " + " | ".join(cells) + " |")
-    print("\n".join(lines))
+    print("\n".join(lines + _baselines_ran(args.folder)))
+
+
+def _baselines_ran(folders):
+    """Lines to print under a table: what each baseline ran (Presidio's version and spaCy pipeline, say), read from
+    the reports of `folders` that recorded it (a half's report, scored from saved predictions, does not; the whole
+    report beside it does). A baseline that ran as two systems in those folders gets both named. None recorded: no
+    line."""
+    ran = {}
+    for folder in folders:
+        for _, report in _reports(folder, prefix="", seeds=True):
+            for name, scored in (report.get("compare") or {}).items():
+                if name in BASELINES and scored.get("system"):
+                    ran.setdefault(name, set()).add(scored["system"])
+    if not ran:
+        return []
+    named = [f"{BASELINES[name].removesuffix(' F1')}: {' and '.join(sorted(systems))}" for name, systems in ran.items()]
+    return ["", f"Baselines as run: {'; '.join(named)}."]
 
 
 def _texts_scored(source, reports):
