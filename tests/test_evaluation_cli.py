@@ -99,6 +99,20 @@ def test_saved_predictions_rescore_to_the_same_report(tmp_path, gold_file):
     assert subset["meta"]["n_texts"] == 1 and subset["overall"]["tp"] == 1
 
 
+def test_a_report_scored_from_saved_predictions_names_the_baseline_that_made_them(tmp_path, gold_file):
+    """A report scored later from a baseline's saved predictions (the halves of an out-of-source run, a rescore)
+    says what the baseline ran, as the run that saved them did: for itself and for a system compared from a file."""
+    saved = tmp_path / "saved.jsonl"
+    first = _run("--predictions", gold_file, "--data", gold_file, "--compare", "regex", "--save-predictions", saved)
+    ran = first["compare"]["regex"]["system"]
+    assert ran == "piiner's checksummed patterns"
+    kept = evaluate_model.compared_predictions(str(saved), "regex")
+    again = _run("--predictions", saved, "--data", gold_file, "--compare", f"regex={kept}", "--source", "chat")
+    assert again["compare"]["regex"]["system"] == ran and again["meta"]["system"] is None
+    alone = _run("--predictions", kept, "--data", gold_file, "--source", "web")
+    assert alone["meta"]["system"] == ran
+
+
 def test_compare_scores_baselines_on_the_same_rows(tmp_path, gold_file):
     report = _run("--predictions", gold_file, "--data", gold_file, "--label-map", "PER=PERSON", "--compare", "regex",
                   "--source", "web")

@@ -196,7 +196,8 @@ def test_table_of_several_folders_gives_each_source_the_mean_and_range_of_its_ru
 
 def test_tables_name_what_the_baselines_ran(tmp_path, capsys):
     """Presidio's figures depend on its spaCy pipeline: under a table, what each baseline ran, from the reports that
-    recorded it (a half's report, scored from saved predictions, does not), every system named where runs differ."""
+    recorded it (not a half's report scored from predictions saved before they named it), every system named where
+    runs differ."""
     draws = [tmp_path / "draw2", tmp_path / "draw3"]
     for draw, spacy in zip(draws, ("en_core_web_md 3.8.0", "en_core_web_sm 3.8.0")):
         draw.mkdir()

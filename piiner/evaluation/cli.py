@@ -64,7 +64,7 @@ def parse_args(argv=None):
                    "of each F1 difference")
     p.add_argument("--resamples", type=int, default=1000, help="document draws for the intervals (default: 1000)")
     p.add_argument("--out", help="write the JSON report here")
-    p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans}, the format "
+    p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans, system?}, the format "
                    "--predictions reads, to rescore them later (other --types, --source) without a rerun; each "
                    "--compare baseline's go beside them (PATH.<baseline>.jsonl)")
     p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
@@ -122,11 +122,14 @@ def _parse_types(spec):
     return types
 
 
-def write_predictions(path, rows, predictions):
-    """JSONL with one line per gold row: its id and text and the predicted spans."""
+def write_predictions(path, rows, predictions, system=None):
+    """JSONL with one line per gold row: its id and text and the predicted spans, and what made them (a baseline's
+    ``system``) where known, so that a report scored later from the file still names it."""
+    made_by = {"system": system} if system else {}
     with open(path, "w", encoding="utf-8") as f:
         for row, spans in zip(rows, predictions):
-            f.write(json.dumps({"id": row["id"], "text": row["text"], "spans": spans}, ensure_ascii=False) + "\n")
+            line = {"id": row["id"], "text": row["text"], "spans": spans, **made_by}
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
 def compared_predictions(path, name):
@@ -137,10 +140,13 @@ def compared_predictions(path, name):
 
 
 def _read_predictions(path, rows, split_rows, label_map, dropped):
-    """The spans of a predictions file for each gold row, renamed by the label map; raw dicts and tuples."""
+    """The spans of a predictions file for each gold row, renamed by the label map, as raw dicts and as tuples; and
+    the ``system`` its lines say made them (None where they name none, or not one and the same)."""
     pred_rows = align_predictions(rows, read_jsonl(path), path, known_ids=[r["id"] for r in split_rows])
     pred = [check_and_map_spans({**r, "spans": prediction_spans(r)}, label_map, dropped, "pred") for r in pred_rows]
-    return [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred], pred
+    systems = {r.get("system") for r in pred_rows}
+    system = systems.pop() if len(systems) == 1 else None
+    return [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred], pred, system
 
 
 def _run_predictor(args, texts):
@@ -228,15 +234,16 @@ def evaluate(args, command=None):
 
     seconds = system = None
     if args.predictions:
-        raw, pred = _read_predictions(args.predictions, rows, split_rows, label_map, dropped)
+        raw, pred, system = _read_predictions(args.predictions, rows, split_rows, label_map, dropped)
     else:
         raw, seconds, system = _run_predictor(args, texts)
         pred = _as_tuples(raw)
     if args.backstop:
         raw = with_backstop(raw, get_baseline(args.backstop).predict(texts))
         pred = _as_tuples(raw)
+        system = system and f"{system}, with the {args.backstop} backstop"
     if args.save_predictions:
-        write_predictions(args.save_predictions, rows, raw)
+        write_predictions(args.save_predictions, rows, raw, system)
 
     merge = parse_label_map(args.merge_types)
     gold, redacted = _merged(gold, merge), _merged(pred, merge)
@@ -250,11 +257,12 @@ def evaluate(args, command=None):
         report["compare"] = {}
         for name, what in compare.items():
             if what.endswith(".jsonl"):
-                pred_b, timing = _read_predictions(what, rows, split_rows, label_map, dropped)[1], {}
+                _, pred_b, system_b = _read_predictions(what, rows, split_rows, label_map, dropped)
+                timing = {"system": system_b} if system_b else {}
             else:
                 raw_b, seconds_b, system_b = _run_predictor(argparse.Namespace(baseline=what), texts)
                 if args.save_predictions:
-                    write_predictions(compared_predictions(args.save_predictions, name), rows, raw_b)
+                    write_predictions(compared_predictions(args.save_predictions, name), rows, raw_b, system_b)
                 pred_b = _as_tuples(raw_b)
                 timing = {"throughput": throughput(len(texts), n_chars, seconds_b), "system": system_b}
             redacted_b = _merged(pred_b, merge)

@@ -385,9 +385,9 @@ def redaction_table(args):
 
 def _baselines_ran(folders):
     """Lines to print under a table: what each baseline ran (Presidio's version and spaCy pipeline, say), read from
-    the reports of `folders` that recorded it (a half's report, scored from saved predictions, does not; the whole
-    report beside it does). A baseline that ran as two systems in those folders gets both named. None recorded: no
-    line."""
+    the reports of `folders` that recorded it (a half's report scored from predictions saved before they named their
+    system does not; the whole report beside it does). A baseline that ran as two systems in those folders gets both
+    named. None recorded: no line."""
     ran = {}
     for folder in folders:
         for _, report in _reports(folder, prefix="", seeds=True):
