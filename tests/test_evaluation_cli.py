@@ -111,6 +111,8 @@ def test_a_report_scored_from_saved_predictions_names_the_baseline_that_made_the
     assert again["compare"]["regex"]["system"] == ran and again["meta"]["system"] is None
     alone = _run("--predictions", kept, "--data", gold_file, "--source", "web")
     assert alone["meta"]["system"] == ran
+    odd = _write_jsonl(tmp_path / "odd.jsonl", [{**r, "system": {"made": "elsewhere"}} for r in GOLD])
+    assert _run("--predictions", odd, "--data", gold_file)["meta"]["system"] is None  # not a name: none recorded
 
 
 def test_compare_scores_baselines_on_the_same_rows(tmp_path, gold_file):

@@ -144,7 +144,7 @@ def _read_predictions(path, rows, split_rows, label_map, dropped):
     the ``system`` its lines say made them (None where they name none, or not one and the same)."""
     pred_rows = align_predictions(rows, read_jsonl(path), path, known_ids=[r["id"] for r in split_rows])
     pred = [check_and_map_spans({**r, "spans": prediction_spans(r)}, label_map, dropped, "pred") for r in pred_rows]
-    systems = {r.get("system") for r in pred_rows}
+    systems = {r["system"] if isinstance(r.get("system"), str) else None for r in pred_rows}
     system = systems.pop() if len(systems) == 1 else None
     return [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred], pred, system
 
