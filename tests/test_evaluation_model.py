@@ -40,6 +40,19 @@ def test_model_run_writes_a_valid_report(snapshot, tmp_path):
     assert report["throughput"]["n_texts"] == 3 and report["throughput"]["texts_per_s"] > 0
 
 
+def test_a_report_scored_from_a_models_saved_predictions_names_the_model(snapshot, tmp_path):
+    """The halves of an out-of-source run and a rescore are scored from the model's saved predictions: their report
+    names the model that made them, as the run that saved them did, for itself and for a model compared from a file."""
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in GOLD))
+    saved = tmp_path / "pred.jsonl"
+    evaluate_model.run(["--model", snapshot, "--data", str(gold), "--save-predictions", str(saved)])
+    again = evaluate_model.run(["--predictions", str(saved), "--data", str(gold), "--compare", f"old={saved}"])
+    assert again["meta"]["model"] == snapshot and again["meta"]["predictions"] == str(saved)
+    assert again["compare"]["old"]["model"] == snapshot
+    assert again["overall"] == again["compare"]["old"]["overall"]
+
+
 def test_predict_spans_gives_exact_offsets_inside_each_text(snapshot):
     texts = [r["text"] for r in GOLD]
     preds = predict_spans(snapshot, texts, batch_size=2)

@@ -64,8 +64,9 @@ def parse_args(argv=None):
                    "of each F1 difference")
     p.add_argument("--resamples", type=int, default=1000, help="document draws for the intervals (default: 1000)")
     p.add_argument("--out", help="write the JSON report here")
-    p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans, system?}, the format "
-                   "--predictions reads, to rescore them later (other --types, --source) without a rerun; each "
+    p.add_argument("--save-predictions", help="write the predictions as JSONL {id, text, spans, model or system}, the "
+                   "format --predictions reads, to rescore them later (other --types, --source) without a rerun, the "
+                   "report naming the model or baseline that made them; each "
                    "--compare baseline's go beside them (PATH.<baseline>.jsonl)")
     p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
     p.add_argument("--limit", type=int, help="score only the first N rows (after --source)")
@@ -122,10 +123,15 @@ def _parse_types(spec):
     return types
 
 
-def write_predictions(path, rows, predictions, system=None):
-    """JSONL with one line per gold row: its id and text and the predicted spans, and what made them (a baseline's
-    ``system``) where known, so that a report scored later from the file still names it."""
-    made_by = {"system": system} if system else {}
+# What a predictions line may say made it: a piiner model (its folder or Hub id) or a baseline (what it ran).
+MADE_BY = ("model", "system")
+
+
+def write_predictions(path, rows, predictions, made_by=None):
+    """JSONL with one line per gold row: its id and text and the predicted spans, and what made them where known
+    (`made_by`: the ``model`` folder or Hub id, a baseline's ``system``), so that a report scored later from the file
+    still names it."""
+    made_by = {key: value for key, value in (made_by or {}).items() if value}
     with open(path, "w", encoding="utf-8") as f:
         for row, spans in zip(rows, predictions):
             line = {"id": row["id"], "text": row["text"], "spans": spans, **made_by}
@@ -141,26 +147,31 @@ def compared_predictions(path, name):
 
 def _read_predictions(path, rows, split_rows, label_map, dropped):
     """The spans of a predictions file for each gold row, renamed by the label map, as raw dicts and as tuples; and
-    the ``system`` its lines say made them (None where they name none, or not one and the same)."""
+    what its lines say made them (`write_predictions`' ``model`` and ``system``, each where every line names the same
+    one)."""
     pred_rows = align_predictions(rows, read_jsonl(path), path, known_ids=[r["id"] for r in split_rows])
     pred = [check_and_map_spans({**r, "spans": prediction_spans(r)}, label_map, dropped, "pred") for r in pred_rows]
-    systems = {r["system"] if isinstance(r.get("system"), str) else None for r in pred_rows}
-    system = systems.pop() if len(systems) == 1 else None
-    return [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred], pred, system
+    made_by = {}
+    for key in MADE_BY:
+        names = {r[key] if isinstance(r.get(key), str) else None for r in pred_rows}
+        if len(names) == 1 and None not in names:
+            made_by[key] = names.pop()
+    return [[{"start": a, "end": b, "label": t} for a, b, t in spans] for spans in pred], pred, made_by
 
 
 def _run_predictor(args, texts):
     """Predicted span dicts of the model or baseline named in ``args``, the seconds the prediction took, and what
-    a baseline ran (its ``system``: Presidio's version and spaCy pipeline, say; None for a model)."""
+    made them (`MADE_BY`: the ``model`` as given, or what a baseline ran, its ``system``: Presidio's version and spaCy
+    pipeline, say)."""
     if args.baseline:
         predictor = get_baseline(args.baseline)
         start = time.perf_counter()  # loading spaCy or the model is not throughput
         raw = predictor.predict(texts)
-        return raw, time.perf_counter() - start, predictor.system
+        return raw, time.perf_counter() - start, {"system": predictor.system}
     pipe = load_pipeline(args.model, args.device)
     start = time.perf_counter()
     raw = predict_spans(pipe, texts, batch_size=args.batch_size)
-    return raw, time.perf_counter() - start, None
+    return raw, time.perf_counter() - start, {"model": args.model}
 
 
 def judged(rows, pred, types):
@@ -232,18 +243,19 @@ def evaluate(args, command=None):
     dropped = Counter()
     gold = [check_and_map_spans(r, label_map, dropped, "gold") for r in rows]
 
-    seconds = system = None
+    seconds = None
     if args.predictions:
-        raw, pred, system = _read_predictions(args.predictions, rows, split_rows, label_map, dropped)
+        raw, pred, made_by = _read_predictions(args.predictions, rows, split_rows, label_map, dropped)
     else:
-        raw, seconds, system = _run_predictor(args, texts)
+        raw, seconds, made_by = _run_predictor(args, texts)
         pred = _as_tuples(raw)
     if args.backstop:
         raw = with_backstop(raw, get_baseline(args.backstop).predict(texts))
         pred = _as_tuples(raw)
-        system = system and f"{system}, with the {args.backstop} backstop"
+        if made_by.get("system"):
+            made_by["system"] += f", with the {args.backstop} backstop"
     if args.save_predictions:
-        write_predictions(args.save_predictions, rows, raw, system)
+        write_predictions(args.save_predictions, rows, raw, made_by)
 
     merge = parse_label_map(args.merge_types)
     gold, redacted = _merged(gold, merge), _merged(pred, merge)
@@ -257,14 +269,13 @@ def evaluate(args, command=None):
         report["compare"] = {}
         for name, what in compare.items():
             if what.endswith(".jsonl"):
-                _, pred_b, system_b = _read_predictions(what, rows, split_rows, label_map, dropped)
-                timing = {"system": system_b} if system_b else {}
+                _, pred_b, timing = _read_predictions(what, rows, split_rows, label_map, dropped)
             else:
-                raw_b, seconds_b, system_b = _run_predictor(argparse.Namespace(baseline=what), texts)
+                raw_b, seconds_b, made_by_b = _run_predictor(argparse.Namespace(baseline=what), texts)
                 if args.save_predictions:
-                    write_predictions(compared_predictions(args.save_predictions, name), rows, raw_b, system_b)
+                    write_predictions(compared_predictions(args.save_predictions, name), rows, raw_b, made_by_b)
                 pred_b = _as_tuples(raw_b)
-                timing = {"throughput": throughput(len(texts), n_chars, seconds_b), "system": system_b}
+                timing = {"throughput": throughput(len(texts), n_chars, seconds_b), **made_by_b}
             redacted_b = _merged(pred_b, merge)
             pred_b, set_aside_b = judged(rows, redacted_b, types)
             report["compare"][name] = dict(score(rows, gold, pred_b, types, set_aside_b, redacted_b), **timing)
@@ -278,9 +289,9 @@ def evaluate(args, command=None):
     report["dropped"] = dict(sorted(dropped.items()))
     report["meta"] = {
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
-        "model": args.model,
+        "model": args.model or made_by.get("model"),
         "baseline": args.baseline,
-        "system": system,
+        "system": made_by.get("system"),
         "predictions": args.predictions,
         "backstop": args.backstop,
         "compare": [name if name == what else f"{name}={what}" for name, what in compare.items()] or None,
