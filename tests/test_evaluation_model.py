@@ -50,7 +50,12 @@ def test_a_report_scored_from_a_models_saved_predictions_names_the_model(snapsho
     again = evaluate_model.run(["--predictions", str(saved), "--data", str(gold), "--compare", f"old={saved}"])
     assert again["meta"]["model"] == snapshot and again["meta"]["predictions"] == str(saved)
     assert again["compare"]["old"]["model"] == snapshot
-    assert again["overall"] == again["compare"]["old"]["overall"]
+    assert again["overall"] == again["compare"]["old"]["overall"] and again["meta"]["backstop"] is None
+    backed = tmp_path / "backed.jsonl"
+    evaluate_model.run(["--model", snapshot, "--data", str(gold), "--backstop", "regex", "--save-predictions",
+                        str(backed)])
+    later = evaluate_model.run(["--predictions", str(backed), "--data", str(gold)])
+    assert (later["meta"]["model"], later["meta"]["backstop"]) == (snapshot, "regex")  # not the model's alone
 
 
 def test_predict_spans_gives_exact_offsets_inside_each_text(snapshot):

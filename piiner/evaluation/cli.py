@@ -123,14 +123,15 @@ def _parse_types(spec):
     return types
 
 
-# What a predictions line may say made it: a piiner model (its folder or Hub id) or a baseline (what it ran).
-MADE_BY = ("model", "system")
+# What a predictions line may say made it: a piiner model (its folder or Hub id) or a baseline (what it ran), and the
+# backstop that added to its spans.
+MADE_BY = ("model", "system", "backstop")
 
 
 def write_predictions(path, rows, predictions, made_by=None):
     """JSONL with one line per gold row: its id and text and the predicted spans, and what made them where known
-    (`made_by`: the ``model`` folder or Hub id, a baseline's ``system``), so that a report scored later from the file
-    still names it."""
+    (`made_by`, `MADE_BY`: the ``model`` folder or Hub id or a baseline's ``system``, and the ``backstop``), so that a
+    report scored later from the file still names them."""
     made_by = {key: value for key, value in (made_by or {}).items() if value}
     with open(path, "w", encoding="utf-8") as f:
         for row, spans in zip(rows, predictions):
@@ -147,8 +148,7 @@ def compared_predictions(path, name):
 
 def _read_predictions(path, rows, split_rows, label_map, dropped):
     """The spans of a predictions file for each gold row, renamed by the label map, as raw dicts and as tuples; and
-    what its lines say made them (`write_predictions`' ``model`` and ``system``, each where every line names the same
-    one)."""
+    what its lines say made them (`write_predictions`' `MADE_BY`, each where every line names the same one)."""
     pred_rows = align_predictions(rows, read_jsonl(path), path, known_ids=[r["id"] for r in split_rows])
     pred = [check_and_map_spans({**r, "spans": prediction_spans(r)}, label_map, dropped, "pred") for r in pred_rows]
     made_by = {}
@@ -252,8 +252,7 @@ def evaluate(args, command=None):
     if args.backstop:
         raw = with_backstop(raw, get_baseline(args.backstop).predict(texts))
         pred = _as_tuples(raw)
-        if made_by.get("system"):
-            made_by["system"] += f", with the {args.backstop} backstop"
+        made_by["backstop"] = args.backstop
     if args.save_predictions:
         write_predictions(args.save_predictions, rows, raw, made_by)
 
@@ -293,7 +292,7 @@ def evaluate(args, command=None):
         "baseline": args.baseline,
         "system": made_by.get("system"),
         "predictions": args.predictions,
-        "backstop": args.backstop,
+        "backstop": made_by.get("backstop"),
         "compare": [name if name == what else f"{name}={what}" for name, what in compare.items()] or None,
         "data": args.data,
         "split": args.split,
