@@ -5,6 +5,7 @@ from transformers import AutoConfig, PreTrainedConfig
 from transformers.utils.versions import require_version
 
 from .pii_schema import CAPITALISED_TYPES, ID2LABEL, LABEL2ID, MULTILINE_TYPES, TIER_OF
+from .recognizers_piiner import evidence_from
 
 # The oldest transformers this code runs on (`make test-floor`); an older one fails here, by name, rather than deep
 # inside a config or pipeline class.
@@ -74,6 +75,14 @@ class PiiNerConfig(PreTrainedConfig):
             The marker's token has no characters of its own (its char ids are empty), so it stays outside the CRF
             chain: labels and entities are read as before. `piiner-train` sets "¶" for a new model; None (the
             default, and every model saved before the field existed) leaves line breaks invisible.
+        recognizers (`list[dict]`, *optional*):
+            Pattern recognizers saved with the model, each `{"type", "pattern", "score", "context", "validator",
+            "context_required", "tier"}` (see `recognizers_piiner.user_recognizer`). Their matches fix the labels of
+            their tokens before decoding, as the built-in ones do. A type outside the labels is reported with its tier.
+        allow_list (`list[str]`, *optional*): texts never reported as PII.
+        deny_list (`dict[str, list[str]]`, *optional*): words always reported as the type they are listed under.
+        builtin_recognizers (`bool`, defaults to `True`): use the built-in recognizers (SSN, card, IBAN, e-mail, IP,
+            URL, phone, MAC); `False` leaves the model and the saved recognizers alone.
         use_crf (`bool`, defaults to `True`):
             Decode with the BIO CRF (Viterbi, marginals); `False` takes each token's most likely label from a
             softmax over the emissions (an "I-" that may not stand is read as "B-"): the ablation without the CRF.
@@ -112,6 +121,10 @@ class PiiNerConfig(PreTrainedConfig):
     capitalised_types: list[str] | tuple[str, ...] | None = None
     line_break_marker: str | None = None
     initializer_range: float = 0.02
+    recognizers: list[dict] | None = None
+    allow_list: list[str] | None = None
+    deny_list: dict | None = None
+    builtin_recognizers: bool = True
 
     def __post_init__(self, **kwargs):
         # id2label / label2id are config fields in transformers 5, so they arrive as attributes, not kwargs.
@@ -153,6 +166,8 @@ class PiiNerConfig(PreTrainedConfig):
                                                    or self.line_break_marker.isspace()):
             raise ValueError(f"line_break_marker must be one character that is not whitespace (offsets into the "
                              f"text stay exact), got {self.line_break_marker!r}")
+        # A bad saved recognizer or list fails here, naming it, not at the first text.
+        evidence_from(self.recognizers, self.allow_list, self.deny_list, known_types=tuple(self.type_to_tier))
         if self.fusion not in FUSIONS:
             raise ValueError(f"fusion={self.fusion!r} is not one of {FUSIONS}")
         if self.max_word_chars < max(self.char_kernel_sizes):

@@ -6,16 +6,16 @@ Ships with the weights: imports only torch, NumPy, the standard library and its 
 
 import bisect
 import functools
-import ipaddress
 import re
 
 import numpy as np
 import torch
 
-from .checksums import fold_width, luhn_valid
+from .checksums import fold_width
 from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
 from .pii_schema import label_ids_of_types, split_label
+from .recognizers_piiner import card_valid, email_valid, ip_valid, phone_valid, ssn_valid
 
 
 def merge_windows(windows):
@@ -163,24 +163,18 @@ def _digits(word):
     return re.sub(r"\D", "", word)
 
 
-def _is_ip_address(word):
-    try:
-        ipaddress.ip_address(word)
-    except ValueError:
-        return False
-    return True
-
-
-# What an entity of these types must be, whatever its layout: an address Python can parse, nine digits, a card's
-# 12 to 19 digits that pass Luhn, an "@" in an e-mail address, a digit in a street address (its number, unit,
-# box or postcode). An entity that is not cannot be of its type ("745.25.1139" as IP_ADDRESS, "podiobooks.com" as
-# EMAIL, "the southern city of Tyre" as STREET_ADDRESS).
+# What an entity of these types must be, whatever its layout (`recognizers_piiner`'s validators, the project's one
+# statement of each): an address Python can parse, nine digits the SSN rules allow, a card's 12 to 19 digits that pass
+# Luhn, an e-mail address's shape, a phone number's layout (not an SSN's or a date's), a digit in a street address (its
+# number, unit, box or postcode). An entity that is not cannot be of its type ("745.25.1139" as IP_ADDRESS,
+# "podiobooks.com" as EMAIL, "612-40-8813" as PHONE, "the southern city of Tyre" as STREET_ADDRESS).
 TYPE_CHECKS = {
-    "IP_ADDRESS": _is_ip_address,
-    "EMAIL": lambda word: "@" in word,
+    "IP_ADDRESS": ip_valid,
+    "EMAIL": email_valid,
     "STREET_ADDRESS": lambda word: bool(_digits(word)),
-    "SSN": lambda word: len(_digits(word)) == 9,
-    "CREDIT_CARD": lambda word: 12 <= len(_digits(word)) <= 19 and luhn_valid(word),
+    "SSN": ssn_valid,
+    "CREDIT_CARD": card_valid,
+    "PHONE": phone_valid,
 }
 
 
@@ -193,7 +187,7 @@ def _ip_address_part(word):
     """`(start, end)` of the IP address within `word` where the word is one written with a port or in brackets."""
     match = _ADDRESS_AND_PORT.fullmatch(word)
     group = match and ("v6" if match.group("v6") is not None else "v4")
-    return match.span(group) if match and _is_ip_address(match.group(group)) else None
+    return match.span(group) if match and ip_valid(match.group(group)) else None
 
 
 # Types whose entity, failing its check, may hold a part that passes (`TYPE_CHECKS`): that part stays the entity.
@@ -343,7 +337,13 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types):
     # no token lies outside it
     tokens = part and _tokens_over(pairs, [(entity["start"], entity["start"] + part[0]),
                                            (entity["start"] + part[1], entity["end"])])
-    return tokens or _tokens_over(pairs, whole), label_ids_of_types(label2id, [kind])
+    if tokens:
+        return tokens, label_ids_of_types(label2id, [kind])
+    # Every type the same words would fail, not only this one: the next decode cannot move the span to another type
+    # it cannot be, so a span takes one more decode, not one per type the model ranks before the one that passes.
+    types = {split_label(label)[1] for label in label2id} - {None}
+    failing = [t for t in types if t == kind or fails_check(text, {**entity, "type": t}, capitalised_types)]
+    return _tokens_over(pairs, whole), label_ids_of_types(label2id, failing)
 
 
 @functools.lru_cache(maxsize=2)
@@ -353,30 +353,66 @@ def _folded(text):
     return fold_width(text)
 
 
-def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
-                   multiline_types=(), capitalised_types=()):
-    """One window's tags and scores with no entity that fails its type's check (`fails_check`: `TYPE_CHECKS`, and
-    a capital letter for `capitalised_types` in mixed-case text), or, for those types, ends in a word written in
-    lower case (`lower_case_ends`), or runs over whitespace in a type that never holds any (`UNBROKEN_TYPES`), or
-    holds a letter in a type written in digits where the type does not allow it (`DIGIT_TYPES`).
+def _evidence_masks(pairs, crf_mask, matches, label2id):
+    """The labels recognizer matches fix on a window's tokens: `(forced, no_continue)`, `forced` a dict token ->
+    the one label it may take (B- on a match's first token in the window, I- on the rest; O for a type the model has
+    no label for, whose entity is added after decoding), `no_continue` the `(token, label)` pairs that would run an
+    entity on past a match's end. A match reaching past the window's edge is fixed on the part inside it."""
+    forced, no_continue = {}, []
+    chain = [i for i, (s, e) in enumerate(pairs) if e > s and crf_mask[i]]
+    starts = [pairs[i][0] for i in chain]
+    outside = label2id["O"]
+    for match in matches:
+        first = bisect.bisect_left(starts, match.start) - 1
+        first = first if first >= 0 and pairs[chain[first]][1] > match.start else first + 1
+        tokens = []
+        for k in range(max(first, 0), len(chain)):
+            if pairs[chain[k]][0] >= match.end:
+                break
+            tokens.append(chain[k])
+        if not tokens:
+            continue
+        begin, inside = label2id.get(f"B-{match.type}"), label2id.get(f"I-{match.type}")
+        if begin is None or inside is None:
+            forced.update(dict.fromkeys(tokens, outside))
+            continue
+        forced[tokens[0]] = begin
+        forced.update(dict.fromkeys(tokens[1:], inside))
+        after = chain.index(tokens[-1]) + 1
+        if after < len(chain):
+            no_continue.append((chain[after], inside))
+    return forced, no_continue
 
-    Where the window's best CRF path holds such an entity, labels of its type are forbidden (`_forbidden`: on its
-    tokens; on the tokens of its lower-case end words only, for the second kind; its I- label after the space, for
-    the third; on the lettered tokens, for the fourth) and the window is decoded again (the same Viterbi,
-    `viterbi_cpu`; the marginals once, at the end): the best path among those that do not type those tokens so.
-    "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there (an SSN, say); "Weehawken docks" tagged
-    LOCATION becomes "Weehawken"; "http://t.co/x MileyCyrus" as one URL ends at the space; a card run on into
-    "exp 09/27" ends before "exp"; "212-555-0147 or 212-555-0199" as one PHONE becomes two numbers, if the model
-    ranks a B- label next on the second. That next path is checked in turn, and so on until every entity passes:
-    each round forbids a label the path held, and `O` is never forbidden, so the rounds end, at worst with the span
-    untagged. The window is unchanged, and nothing is decoded again, when every entity passes. Scores
-    after a decode again are the marginals of the constrained chain: how sure the model is of the span given that it
-    is not the failed type.
+
+# Rounds of check and decode again a window may take; after them an entity that still fails is dropped, so a model
+# whose emissions break the rules everywhere (a random head) costs a bounded number of Viterbi passes per window.
+MAX_CHECK_ROUNDS = 3
+
+
+def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
+                   multiline_types=(), capitalised_types=(), matches=()):
+    """One window's tags and scores, decoded under the recognizers' evidence, with no entity that fails its type's
+    check (`fails_check`: `TYPE_CHECKS`, and a capital letter for `capitalised_types` in mixed-case text), or, for
+    those types, ends in a word written in lower case (`lower_case_ends`), or runs over whitespace in a type that
+    never holds any (`UNBROKEN_TYPES`), or holds a letter in a type written in digits where the type does not allow
+    it (`DIGIT_TYPES`).
+
+    Recognizer `matches` (`recognizers_piiner.Evidence.find`) come first: their tokens may take only the match's
+    labels (`_evidence_masks`), so a valid SSN the model scored as a phone number is decoded as an SSN, whole, and
+    the path around it is the best one that agrees. Then, where the best path holds an entity that fails a check,
+    labels of its type are forbidden (`_forbidden`: on its tokens; on the tokens of its lower-case end words only,
+    for the second kind; its I- label after the space, for the third; on the lettered tokens, for the fourth) and the
+    window is decoded again (the same Viterbi, `viterbi_cpu`; the marginals once, at the end): "745.25.1139" tagged
+    IP_ADDRESS becomes what the model ranks next there; "Weehawken docks" tagged LOCATION becomes "Weehawken". At
+    most `MAX_CHECK_ROUNDS` such rounds; an entity failing after them is dropped (its tokens set to O), so the work
+    per window is bounded whatever the emissions. Entities on recognizer matches are not checked again. Scores after
+    a decode again are the marginals of the constrained chain.
 
     Args:
         offsets, tag_ids, tag_scores: the window's tokens and their decoded tags and scores, as `merge_windows` takes.
         emissions (`(seq_len, num_labels)`): the window's log-softmax emission scores.
         crf_mask (`(seq_len,)`): the CRF positions. crf: the constrained `(start, transitions, end)`.
+        matches: the text's recognizer matches (character offsets into `text`).
 
     Returns:
         `(tag_ids, tag_scores)`, of a path on which every entity passes its check.
@@ -384,21 +420,41 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     The checks read the text as the model does (`fold_width`, once per text): "１０．０．０．１" is an IP address.
     """
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
-    tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
-    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | set(DIGIT_TYPES)
-    if not any(_label_of(tag_id, id2label)[1] in checked for tag_id in tagged):  # nothing to check
-        return tag_ids, tag_scores
-    emissions = np.array(emissions, dtype=np.float32)
     mask = np.asarray(crf_mask, dtype=bool)
     pairs = _as_offset_pairs(offsets)
-    text = _folded(text)
     label2id = {label: int(i) for i, label in id2label.items()}
-    decoded = False
-    while True:
-        entities = decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, multiline_types)
+    window = (min((s for s, e in pairs if e > s), default=0), max((e for s, e in pairs if e > s), default=0))
+    matches = [m for m in matches if m.start < window[1] and m.end > window[0]]
+    forced, no_continue = _evidence_masks(pairs, mask, matches, label2id) if matches else ({}, [])
+    tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
+    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | set(DIGIT_TYPES)
+    if not forced and not any(_label_of(tag_id, id2label)[1] in checked for tag_id in tagged):  # nothing to do
+        return tag_ids, tag_scores
+    emissions = np.array(emissions, dtype=np.float32)
+    for token, label in forced.items():
+        kept = emissions[token, label]
+        emissions[token] = FORBIDDEN_EMISSION
+        emissions[token, label] = kept
+    for token, label in no_continue:
+        emissions[token, label] = FORBIDDEN_EMISSION
+    decoded = bool(forced) and any(int(tag_ids[t]) != label for t, label in forced.items())
+    if decoded:
+        tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
+    text = _folded(text)
+    evidence = [(m.start, m.end) for m in matches]
+    for round_ in range(MAX_CHECK_ROUNDS + 1):
+        entities = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
+                                               multiline_types)
+                    if not any(e["start"] < end and e["end"] > start for start, end in evidence)]
         forbidden = [f for f in (_forbidden(text, pairs, e, label2id, capitalised_types) for e in entities)
                      if f and f[0]]
         if not forbidden:
+            break
+        if round_ == MAX_CHECK_ROUNDS:  # still failing: drop those entities whole
+            tag_ids = np.array(tag_ids, copy=True)
+            for entity in entities:
+                if _forbidden(text, pairs, entity, label2id, capitalised_types):
+                    tag_ids[_tokens_over(pairs, [(entity["start"], entity["end"])])] = label2id["O"]
             break
         for tokens, labels in forbidden:
             emissions[np.ix_(tokens, labels)] = FORBIDDEN_EMISSION
@@ -408,6 +464,62 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
         marginals = marginals_cpu(emissions[None], mask[None], *crf)[0]
         tag_scores = np.take_along_axis(marginals, np.maximum(tag_ids, 0)[:, None], axis=-1)[:, 0] * mask
     return tag_ids, tag_scores
+
+
+def entities_from_windows(text, windows, config, crf, evidence=None, aggregation_strategy="simple"):
+    """The one path from a text's model outputs to its entities, for the pipeline, the ONNX runtime and training
+    evaluation alike.
+
+    Args:
+        text (`str`): the text the windows' offsets point into.
+        windows: per window `(offsets, tag_ids, tag_scores, emissions, crf_mask)`: its tokens' offsets, the CRF's
+            tags and scores, the log-softmax emissions and the CRF positions.
+        config: the model config (`id2label`, `type_to_tier`, `multiline_types`, `capitalised_types`).
+        crf: the constrained `(start, transitions, end)` of the CRF.
+        evidence (`recognizers_piiner.Evidence`, *optional*): recognizers and the allow list.
+        aggregation_strategy: `"simple"` (entities) or `"none"` (tagged tokens).
+
+    Each window is decoded under the evidence and the type checks (`checked_window`), the windows merged
+    (`merge_windows`) and the tags read as entities (`decode_entities`). An entity on a recognizer match takes the
+    match's exact offsets and score; a match of a type the model has no label for becomes an entity of its own; an
+    entity whose text is on the allow list is dropped.
+    """
+    type_to_tier = getattr(config, "type_to_tier", None) or {}
+    multiline_types = getattr(config, "multiline_types", None) or ()
+    capitalised_types = getattr(config, "capitalised_types", None) or ()
+    matches = evidence.find(text) if evidence else ()
+    checked = []
+    for offsets, tags, scores, emissions, crf_mask in windows:
+        checked.append((offsets, *checked_window(text, offsets, tags, scores, emissions, crf_mask, crf,
+                                                 config.id2label, type_to_tier, multiline_types, capitalised_types,
+                                                 matches)))
+    offsets, tags, scores = merge_windows(checked)
+    if aggregation_strategy != "simple":
+        return decode_tokens(text, offsets, tags, scores, config.id2label, type_to_tier)
+    entities = decode_entities(text, offsets, tags, scores, config.id2label, type_to_tier, multiline_types)
+    return apply_evidence(text, entities, matches, type_to_tier, evidence.allow_list if evidence else ())
+
+
+def apply_evidence(text, entities, matches, type_to_tier, allow_list=()):
+    """Entities with the recognizers' word on them: one on a match of its type takes the match's offsets and score,
+    and says which recognizer found it (`source`); a match of a type outside the model's labels is added; an entity
+    whose text is on `allow_list` is dropped. Sorted by start."""
+    out = []
+    for entity in entities:
+        entity.setdefault("source", "model")
+        for match in matches:
+            if match.type == entity["type"] and match.start < entity["end"] and match.end > entity["start"]:
+                entity.update(start=match.start, end=match.end, word=text[match.start:match.end],
+                              score=float(match.score), source=match.source)
+                break
+        out.append(entity)
+    labelled = set(type_to_tier)
+    for match in matches:
+        if match.type not in labelled:
+            out.append({"entity_group": match.type, "type": match.type, "tier": match.tier, "score": float(match.score),
+                        "start": match.start, "end": match.end, "word": text[match.start:match.end],
+                        "source": match.source})
+    return sorted((e for e in out if e["word"].strip() not in allow_list), key=lambda e: (e["start"], e["end"]))
 
 
 # An emission score no path takes while another is open (log-probabilities are > -100 in float32).
@@ -442,5 +554,5 @@ def filter_results(results, min_score=None, ignore_labels=frozenset()):
     return [r for r in results if r["type"] not in ignore_labels and r.get("entity") not in ignore_labels]
 
 
-__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "fails_check", "lower_case_ends",
+__all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "entities_from_windows", "apply_evidence", "fails_check", "lower_case_ends",
            "TYPE_CHECKS", "UNBROKEN_TYPES", "DIGIT_TYPES", "result_filters", "filter_results"]

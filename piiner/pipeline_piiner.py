@@ -16,8 +16,8 @@ from transformers.pipelines.base import ChunkPipeline
 
 from .encoding_piiner import check_tokenizer_windows, encode_texts, length_order
 
-from .decoding_piiner import (
-    checked_window, decode_entities, decode_tokens, filter_results, merge_windows, result_filters)
+from .decoding_piiner import entities_from_windows, filter_results, result_filters
+from .recognizers_piiner import evidence_from
 
 
 AGGREGATION_STRATEGIES = ("simple", "none")
@@ -39,9 +39,16 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         min_score (`float` or `dict[int, float]`, *optional*): drop results scored below it; a dict gives a
             threshold per tier (tiers not named keep everything). The score of an entity is the lowest CRF
             marginal probability among its tokens.
-        ignore_labels (`list[str]`, *optional*): as in the stock pipeline, drop results of these types (or, with
-            `aggregation_strategy="none"`, of these BIO labels): `["PASSWORD", "LICENSE_PLATE"]` for text where
-            the model finds those types in what is not (hashtags in tweets).
+        ignore_labels (`list[str]`, *optional*): drop results of these types: `["PASSWORD", "LICENSE_PLATE"]` for
+            text where the model finds those types in what is not (hashtags in tweets).
+        recognizers (`list[dict]`, *optional*): patterns of the caller's own, each `{"type", "pattern", "score",
+            "context", "validator", "context_required", "tier"}` (`recognizers_piiner.user_recognizer`), added to
+            those of `config.recognizers` and the built-in ones (SSN, card, IBAN, e-mail, IP, URL, phone, MAC). A
+            match fixes the labels of its tokens before decoding: it is reported with its type, whole, whatever the
+            model scored there. A type outside the model's labels is reported with its `tier` (default 4).
+        allow_list (`list[str]`, *optional*): texts never reported (added to `config.allow_list`).
+        deny_list (`dict[str, list[str]]`, *optional*): words always reported as the type they are listed under
+            (added to `config.deny_list`), as whole words in any case.
         max_length (`int`, *optional*): tokens per window, special tokens included (default: the least of the
             tokenizer's limit, the encoder's positions and 512).
         stride (`int`, *optional*): tokens shared by neighbouring windows (default: a quarter of `max_length`).
@@ -68,10 +75,24 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         super().__init__(*args, **kwargs)
         self.model.eval()  # no dropout
         check_tokenizer_windows(self.tokenizer, self.model.config)
+        self._evidence = self._evidence_with()  # the saved recognizers and lists, compiled once per pipeline
+
+    def _evidence_with(self, recognizers=None, allow_list=None, deny_list=None):
+        config = self.model.config
+        deny = dict(getattr(config, "deny_list", None) or {})
+        for type_, words in (deny_list or {}).items() if isinstance(deny_list, dict) else ():
+            deny[type_] = list(deny.get(type_, [])) + list(words)
+        return evidence_from(
+            list(getattr(config, "recognizers", None) or []) + list(recognizers or []),
+            list(getattr(config, "allow_list", None) or []) + list(allow_list or []),
+            deny if isinstance(deny_list, dict) or deny_list is None else deny_list,
+            builtin=getattr(config, "builtin_recognizers", True), known_types=tuple(config.type_to_tier or ()))
 
     def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None,
-                             ignore_labels=None):
+                             ignore_labels=None, recognizers=None, allow_list=None, deny_list=None):
         preprocess_params, postprocess_params = {}, {}
+        if recognizers is not None or allow_list is not None or deny_list is not None:
+            postprocess_params["evidence"] = self._evidence_with(recognizers, allow_list, deny_list)
         if min_score is not None or ignore_labels is not None:
             postprocess_params["min_score"], postprocess_params["ignore_labels"] = result_filters(
                 self.model.config.label2id, min_score, ignore_labels)
@@ -161,24 +182,13 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
             (row[seq_len - tokens :] if left else row[:tokens])[:, :width] = window
         return torch.from_numpy(out)
 
-    def postprocess(self, all_outputs, aggregation_strategy="simple", min_score=None, ignore_labels=frozenset()):
+    def postprocess(self, all_outputs, aggregation_strategy="simple", min_score=None, ignore_labels=frozenset(),
+                    evidence=None):
         text = all_outputs[0]["text"]
-        config = self.model.config
-        type_to_tier = getattr(config, "type_to_tier", None) or {}
-        multiline_types = getattr(config, "multiline_types", None) or ()
-        capitalised_types = getattr(config, "capitalised_types", None) or ()
-        crf = self.model._transition_scores()
-        windows = []
-        for out in all_outputs:
-            offsets, tags = out["offset_mapping"][0], out["decoded_tags"][0]
-            windows.append((offsets, *checked_window(
-                text, offsets, tags, out["tag_scores"][0], out["emissions"][0], tags >= 0, crf, config.id2label,
-                type_to_tier, multiline_types, capitalised_types)))
-        offsets, tags, scores = merge_windows(windows)
-        if aggregation_strategy == "simple":
-            results = decode_entities(text, offsets, tags, scores, config.id2label, type_to_tier, multiline_types)
-        else:
-            results = decode_tokens(text, offsets, tags, scores, config.id2label, type_to_tier)
+        windows = [(out["offset_mapping"][0], out["decoded_tags"][0], out["tag_scores"][0], out["emissions"][0],
+                    out["decoded_tags"][0] >= 0) for out in all_outputs]
+        results = entities_from_windows(text, windows, self.model.config, self.model._transition_scores(),
+                                        self._evidence if evidence is None else evidence, aggregation_strategy)
         return filter_results(results, min_score, ignore_labels)
 
 

@@ -33,7 +33,8 @@ from piiner.export.onnx_export import (
 )
 from piiner.configuration_piiner import PiiNerConfig
 from piiner.crf_numba import crf_decode_cpu
-from piiner.decoding_piiner import checked_window, decode_entities, filter_results, merge_windows, result_filters
+from piiner.decoding_piiner import entities_from_windows, filter_results, result_filters
+from piiner.recognizers_piiner import evidence_from
 from piiner.encoding_piiner import check_tokenizer_windows, encode_texts, length_order, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
@@ -133,6 +134,9 @@ class OnnxPiiNer:
             )
         self.output_names = list(CRF_OUTPUT_NAMES)
         self.one_window_per_call = quantizes_activations(self.session, onnx_path) and not batch_quantized
+        config = self.config
+        self.evidence = evidence_from(config.recognizers, config.allow_list, config.deny_list,
+                                      builtin=config.builtin_recognizers, known_types=tuple(config.type_to_tier))
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
         """One graph call on already-encoded windows (tensors or arrays, the model's inputs); returns `emissions`,
@@ -175,7 +179,7 @@ class OnnxPiiNer:
     def _find(self, texts, batch_size, max_length, stride):
         encoding = encode_texts(self.tokenizer, texts, self.config, max_length=max_length, stride=stride)
         windows_of = defaultdict(list)
-        type_to_tier = self.config.type_to_tier or {}
+        crf = None
         samples = encoding["overflow_to_sample_mapping"].tolist()
         per_call = 1 if self.one_window_per_call else batch_size
         for first in range(0, len(samples), per_call):
@@ -187,14 +191,8 @@ class OnnxPiiNer:
             out = self.run(encoding["input_ids"][rows, cols], encoding["attention_mask"][rows, cols], char_ids)
             for i, sample in enumerate(samples[rows]):
                 offsets = encoding["offset_mapping"][first + i, cols]
-                windows_of[sample].append((offsets, *checked_window(
-                    texts[sample], offsets, out["decoded_tags"][i], out["tag_scores"][i], out["emissions"][i],
-                    out["crf_mask"][i], out["crf"], self.config.id2label, type_to_tier, self.config.multiline_types,
-                    self.config.capitalised_types)))
-        entities = []
-        for sample, text in enumerate(texts):
-            offsets, tags, scores = merge_windows(windows_of[sample])
-            entities.append(decode_entities(text, offsets, tags, scores, self.config.id2label, type_to_tier,
-                                            self.config.multiline_types))
-        return entities
-
+                windows_of[sample].append((offsets, out["decoded_tags"][i], out["tag_scores"][i],
+                                           out["emissions"][i], out["crf_mask"][i]))
+                crf = out["crf"]
+        return [entities_from_windows(text, windows_of[sample], self.config, crf, self.evidence)
+                for sample, text in enumerate(texts)]

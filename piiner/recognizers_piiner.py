@@ -1,0 +1,363 @@
+"""Recognizers: identifiers found by a pattern and a validator, and the caller's own patterns and lists, as evidence
+the CRF decode obeys.
+
+A recognizer is Presidio's `PatternRecognizer` in small: a type, a pattern, a base score, an optional validator
+(Luhn, the SSN issuing rules, IBAN mod-97, an address Python parses) that vetoes a match, and context words that
+raise the score when one stands just before the match. Its matches are not added after decoding, where the model's
+wrong type would still win: `decoding_piiner` fixes the labels of a match's tokens before the Viterbi pass, so a
+valid SSN with no word naming it is reported as an SSN, whole, wherever it stands and whatever the model scored.
+
+Ships with the weights: standard library and its sibling `checksums` only.
+"""
+
+import dataclasses
+import functools
+import ipaddress
+import math
+import re
+
+from .checksums import fold_width, iban_valid, luhn_valid
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Validators: one string in, valid or not. The only place in the project where an identifier's validity is written.
+
+
+def _digits(value):
+    return re.sub(r"\D", "", value)
+
+
+def ssn_valid(value):
+    """Nine digits that the US issuing rules allow: area not 000, 666 or 9xx, group not 00, serial not 0000."""
+    digits = _digits(value)
+    if len(digits) != 9:
+        return False
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
+
+
+def card_valid(value):
+    """12 to 19 digits that pass Luhn."""
+    return 12 <= len(_digits(value)) <= 19 and luhn_valid(value)
+
+
+def card_issuer_valid(value):
+    """A card number of a major network (length and leading digits), passing Luhn: what a bare number must be to be
+    taken for a card without the model's word."""
+    d = _digits(value)
+    n = len(d)
+    if n < 13:
+        return False
+    ok = ((d[0] == "4" and n in (13, 16, 19))
+          or ((51 <= int(d[:2]) <= 55 or 2221 <= int(d[:4]) <= 2720) and n == 16)
+          or (d[:2] in ("34", "37") and n == 15)
+          or ((d.startswith("6011") or d.startswith("65") or 644 <= int(d[:3]) <= 649) and 16 <= n <= 19)
+          or ((d[:2] in ("36", "38") or 300 <= int(d[:3]) <= 305) and n == 14)
+          or (3528 <= int(d[:4]) <= 3589 and 16 <= n <= 19))
+    return ok and luhn_valid(d)
+
+
+def ip_valid(value):
+    """An IPv4 or IPv6 address Python's `ipaddress` parses."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+_EMAIL = re.compile(r"[A-Za-z0-9._%+'-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}")
+
+
+def email_valid(value):
+    """A local part, one "@" and a domain with a top-level label of letters."""
+    return bool(_EMAIL.fullmatch(value))
+
+
+_MAC = re.compile(r"[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4}")
+
+
+def mac_valid(value):
+    """Six hex octets joined by ":" or "-", or three dot-joined groups of four."""
+    return bool(_MAC.fullmatch(value))
+
+
+_SSN_LAYOUT = re.compile(r"\d{3}([-. ])\d{2}\1\d{4}")
+_DATE_LAYOUT = re.compile(r"\d{1,4}([-./])\d{1,2}\1\d{1,4}")
+
+
+_KEYPAD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "22233344455566677778889999")
+
+
+def phone_valid(value):
+    """A layout some phone number has: 7 to 15 digits (letters after the first digits dialled as on a keypad, as in
+    1-800-FLOWERS), an extension marker, and not the layout of an SSN or a date. A North American number (10
+    digits, or 11 after a 1) has an area code and exchange from 2-9."""
+    core = re.split(r"(?i)\s*(?:ext\.?|extn\.?|extension|x)\s*\d+$", value.strip())[0]
+    if re.search(r"[A-Za-z]", core):
+        if not re.fullmatch(r"[\d\s().+-]*\d[\s().-]*[A-Za-z][A-Za-z\d\s().-]*", core):
+            return False
+        core = core.upper().translate(_KEYPAD)
+    digits = _digits(core)
+    if not 7 <= len(digits) <= 15 or _SSN_LAYOUT.fullmatch(core) or _DATE_LAYOUT.fullmatch(core):
+        return False
+    international = core.lstrip().startswith("+") and not core.lstrip().startswith("+1")
+    if not international and (len(digits) == 10 or (len(digits) == 11 and digits[0] == "1")):
+        national = digits[-10:]
+        return national[0] in "23456789" and national[3] in "23456789"
+    return True
+
+
+def url_valid(value):
+    """A scheme and a host with a dot (or localhost), or a host starting www."""
+    match = re.match(r"(?i)(?:[a-z][a-z0-9+.-]*://)?([^/?#:\s@]+)", value)
+    host = match.group(1) if match else ""
+    return host == "localhost" or ("." in host and not host.startswith(".") and not host.endswith("."))
+
+
+VALIDATORS = {
+    "ssn": ssn_valid,
+    "luhn": card_valid,
+    "card": card_issuer_valid,
+    "iban": iban_valid,
+    "ip": ip_valid,
+    "email": email_valid,
+    "mac": mac_valid,
+    "phone": phone_valid,
+    "url": url_valid,
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Recognizers
+
+
+# Presidio's default pattern flags: a user's pattern reads as it would there.
+PATTERN_FLAGS = re.IGNORECASE | re.MULTILINE | re.DOTALL
+# How much a context word raises a score, and how far before a match it is looked for (Presidio's context
+# enhancer adds 0.35 for a context word among the five words before a match).
+CONTEXT_BONUS = 0.35
+CONTEXT_WORDS_BEFORE = 5
+# A URL's sentence punctuation is not part of it ("see http://x.co/a." ends at "a").
+_TRAILING_PUNCTUATION = ".,;:!?)]}'\""
+
+
+class RecognizerError(ValueError):
+    """A recognizer, allow list or deny list that cannot be used; the message names it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Recognizer:
+    """One pattern recognizer.
+
+    Args:
+        type (`str`): the entity type it reports; a type outside the model's labels is reported with `tier`.
+        pattern (`re.Pattern`): what it matches; a group named `value` is the entity, the rest context.
+        score (`float`): the score of a match without context.
+        validator (`str`, *optional*): a name in `VALIDATORS`; a match it rejects is no match.
+        context (`tuple[str]`): words that raise the score by `CONTEXT_BONUS` when one stands among the
+            `CONTEXT_WORDS_BEFORE` words before the match.
+        context_required (`bool`): only a match with a context word counts (nine bare digits are an SSN only
+            after "SSN").
+        not_after (`tuple[str]`): words that, among the words before the match, say it is something else (an order
+            or account number shaped like a phone number).
+        tier (`int`, *optional*): the tier of a type outside the schema.
+        source (`str`): "builtin", "user" or "deny_list", reported with each match.
+    """
+
+    type: str
+    pattern: re.Pattern
+    score: float = 0.9
+    validator: str | None = None
+    context: tuple = ()
+    context_required: bool = False
+    not_after: tuple = ()
+    tier: int | None = None
+    source: str = "user"
+
+    def matches(self, text):
+        check = VALIDATORS[self.validator] if self.validator else None
+        for m in self.pattern.finditer(text):
+            start, end = m.span("value") if "value" in self.pattern.groupindex else m.span()
+            if self.type == "URL":
+                end = start + len(text[start:end].rstrip(_TRAILING_PUNCTUATION))
+            if start >= end or (check and not check(text[start:end])):
+                continue
+            before = _words_before(text, start)
+            if self.not_after and _names_any(before, self.not_after):
+                continue
+            in_context = bool(self.context) and _names_any(before, self.context)
+            if self.context_required and not in_context:
+                continue
+            score = min(1.0, self.score + CONTEXT_BONUS) if in_context and not self.context_required else self.score
+            yield Match(start, end, self.type, score, self.source, self.tier)
+
+
+@dataclasses.dataclass(frozen=True)
+class Match:
+    start: int
+    end: int
+    type: str
+    score: float
+    source: str
+    tier: int | None = None
+
+
+def _words_before(text, start):
+    line_start = text.rfind("\n", 0, start) + 1
+    words = re.findall(r"[^\W_]+", text[max(line_start, start - 80):start].lower())
+    return " ".join(words[-CONTEXT_WORDS_BEFORE:])
+
+
+def _names_any(words, phrases):
+    padded = f" {words} "
+    return any(f" {phrase} " in padded for phrase in phrases)
+
+
+def _builtin(type_, pattern, score, validator, context=(), **kwargs):
+    return Recognizer(type_, re.compile(pattern), score, validator, tuple(context), source="builtin", **kwargs)
+
+
+_HEX4 = "[0-9A-Fa-f]{1,4}"
+_SSN_CONTEXT = ("ssn", "ssns", "social security", "social security number", "social", "ss", "ss no", "sin")
+_PHONE_CONTEXT = ("phone", "call", "called", "tel", "telephone", "mobile", "cell", "fax", "contact", "reach",
+                  "number", "text", "dial", "ph")
+_NOT_A_PHONE = ("account", "acct", "order", "invoice", "policy", "member", "routing", "serial", "card", "ref",
+                "reference", "case", "claim", "tracking", "ssn", "social security")
+
+# Built in, in order of preference where two overlap at equal length (the longer match wins first).
+BUILTIN_RECOGNIZERS = (
+    _builtin("EMAIL", r"(?<![\w.%+'-])[A-Za-z0-9._%+'-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![\w-])",
+             1.0, "email"),
+    _builtin("URL", r"(?i)\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'`]+", 0.9, "url"),
+    _builtin("CREDIT_CARD", r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])", 1.0, "card",
+             ("card", "credit", "visa", "mastercard", "amex", "debit")),
+    _builtin("IBAN", r"(?i)\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", 1.0, "iban"),
+    _builtin("IP_ADDRESS", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)", 0.95, "ip"),
+    _builtin("IP_ADDRESS", rf"(?<![\w:])(?:(?:{_HEX4}:){{7}}{_HEX4}|(?:{_HEX4}:){{1,7}}:(?:{_HEX4}(?::{_HEX4}){{0,6}})?"
+             rf"|::(?:{_HEX4}(?::{_HEX4}){{0,6}}))(?![\w:])", 0.95, "ip"),
+    _builtin("DEVICE_ID", r"(?<![\w:.-])(?:[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}"
+             r"|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4})(?![\w:-])", 0.9, "mac", ("mac", "device", "hardware")),
+    _builtin("SSN", r"(?<![\d.-])\d{3}([- .])\d{2}\1\d{4}(?![\d-]|\.\d)", 0.85, "ssn", _SSN_CONTEXT),
+    _builtin("SSN", r"(?<![\d.-])\d{9}(?![\d-]|\.\d)", 0.85, "ssn", _SSN_CONTEXT, context_required=True),
+    _builtin("PHONE", r"(?<![\w+.-])(?:\+?1[ .-]?)?(?:\(\d{3}\)[ .-]?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\w-]|\.\d)",
+             0.75, "phone", _PHONE_CONTEXT, not_after=_NOT_A_PHONE),
+    _builtin("PHONE", r"(?<![\w+])\+[2-9]\d{0,2}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![\w-]|\.\d)", 0.75, "phone",
+             _PHONE_CONTEXT, not_after=_NOT_A_PHONE),
+)
+
+
+def _check_score(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or not 0 <= value <= 1:
+        raise RecognizerError(f"{what}: score must be a number in [0, 1], got {value!r}")
+    return float(value)
+
+
+def user_recognizer(spec, known_types=()):
+    """A `Recognizer` from a dict such as `{"type": "EMPLOYEE_ID", "pattern": r"EMP-\\d{6}", "context":
+    ["employee"], "score": 0.9}` (keys: type, pattern, score, validator, context, context_required, tier); a
+    `RecognizerError` naming what is wrong, before any text is read."""
+    if isinstance(spec, Recognizer):
+        return spec
+    if not isinstance(spec, dict):
+        raise RecognizerError(f"a recognizer must be a dict with 'type' and 'pattern', got {type(spec).__name__}")
+    unknown = sorted(set(spec) - {"type", "pattern", "score", "validator", "context", "context_required", "tier"})
+    if unknown:
+        raise RecognizerError(f"recognizer {spec.get('type')!r}: unknown keys {unknown}")
+    type_, pattern = spec.get("type"), spec.get("pattern")
+    if not isinstance(type_, str) or not re.fullmatch(r"[A-Z][A-Z0-9_]*", type_ or ""):
+        raise RecognizerError(f"recognizer type must be an upper-case name such as EMPLOYEE_ID, got {type_!r}")
+    if not isinstance(pattern, str) or not pattern:
+        raise RecognizerError(f"recognizer {type_}: 'pattern' must be a non-empty regular expression string")
+    try:
+        compiled = re.compile(pattern, PATTERN_FLAGS)
+    except re.error as error:
+        raise RecognizerError(f"recognizer {type_}: bad pattern {pattern!r}: {error}") from None
+    if compiled.fullmatch(""):
+        raise RecognizerError(f"recognizer {type_}: pattern {pattern!r} matches the empty string")
+    validator = spec.get("validator")
+    if validator is not None and validator not in VALIDATORS:
+        raise RecognizerError(f"recognizer {type_}: unknown validator {validator!r}; known: {sorted(VALIDATORS)}")
+    context = spec.get("context") or ()
+    if isinstance(context, str) or not all(isinstance(w, str) and w.strip() for w in context):
+        raise RecognizerError(f"recognizer {type_}: 'context' must be a list of words, got {context!r}")
+    tier = spec.get("tier")
+    if tier is not None and (isinstance(tier, bool) or tier not in (1, 2, 3, 4)):
+        raise RecognizerError(f"recognizer {type_}: tier must be 1, 2, 3 or 4, got {tier!r}")
+    if tier is None and type_ not in known_types:
+        tier = 4
+    return Recognizer(type_, compiled, _check_score(spec.get("score", 0.9), f"recognizer {type_}"), validator,
+                      tuple(" ".join(re.findall(r"[^\W_]+", w.lower())) for w in context),
+                      bool(spec.get("context_required", False)), (), tier, "user")
+
+
+def deny_list_recognizers(deny_list, known_types=()):
+    """One recognizer per type of `{"PERSON": ["Zorblax", ...]}`: each entry as a whole word, any case (Presidio's
+    deny list)."""
+    if not deny_list:
+        return []
+    if not isinstance(deny_list, dict):
+        raise RecognizerError(f"deny_list must be a dict type -> list of words, got {type(deny_list).__name__}")
+    out = []
+    for type_, words in deny_list.items():
+        if isinstance(words, str) or not isinstance(words, (list, tuple)) or not all(
+                isinstance(w, str) and w.strip() for w in words):
+            raise RecognizerError(f"deny_list[{type_!r}] must be a list of non-empty strings, got {words!r}")
+        alternatives = "|".join(re.escape(w.strip()) for w in sorted(set(words), key=len, reverse=True))
+        out.append(user_recognizer({"type": type_, "pattern": rf"(?<!\w)(?:{alternatives})(?!\w)", "score": 1.0},
+                                   known_types))
+        out[-1] = dataclasses.replace(out[-1], source="deny_list")
+    return out
+
+
+def check_allow_list(allow_list):
+    if not allow_list:
+        return frozenset()
+    if isinstance(allow_list, str) or not all(isinstance(w, str) and w.strip() for w in allow_list):
+        raise RecognizerError(f"allow_list must be a list of non-empty strings, got {allow_list!r}")
+    return frozenset(w.strip() for w in allow_list)
+
+
+@dataclasses.dataclass(frozen=True)
+class Evidence:
+    """What the decode is told besides the model: recognizers (built-in and the caller's) and an allow list. Built
+    once per pipeline or call (`evidence_from`); `find(text)` runs the patterns once per text."""
+
+    recognizers: tuple = ()
+    allow_list: frozenset = frozenset()
+
+    def find(self, text):
+        return _find(self, fold_width(text))
+
+    def __bool__(self):
+        return bool(self.recognizers or self.allow_list)
+
+
+@functools.lru_cache(maxsize=4)
+def _find(evidence, text):
+    """Non-overlapping matches of `text`, sorted: where two overlap, the longer wins, then the earlier recognizer
+    (a user's recognizer and a deny list come before the built-in ones). Cached: a text's windows ask in turn."""
+    ranked = []
+    for rank, recognizer in enumerate(evidence.recognizers):
+        for match in recognizer.matches(text):
+            ranked.append(((-(match.end - match.start), rank, match.start), match))
+    kept = []
+    for _, match in sorted(ranked, key=lambda pair: pair[0]):
+        if all(match.end <= k.start or match.start >= k.end for k in kept):
+            kept.append(match)
+    return tuple(sorted(kept, key=lambda m: m.start))
+
+
+def evidence_from(recognizers=None, allow_list=None, deny_list=None, builtin=True, known_types=()):
+    """An `Evidence` from a caller's recognizer dicts, allow list and deny list, with the built-in recognizers unless
+    `builtin` is False; a `RecognizerError` naming the first bad entry."""
+    if recognizers is not None and (isinstance(recognizers, (str, dict)) or not hasattr(recognizers, "__iter__")):
+        raise RecognizerError(f"recognizers must be a list of dicts, got {type(recognizers).__name__}")
+    own = [user_recognizer(spec, known_types) for spec in recognizers or ()]
+    own += deny_list_recognizers(deny_list, known_types)
+    return Evidence(tuple(own) + (BUILTIN_RECOGNIZERS if builtin else ()), check_allow_list(allow_list))
+
+
+__all__ = ["VALIDATORS", "Recognizer", "RecognizerError", "Match", "Evidence", "BUILTIN_RECOGNIZERS",
+           "evidence_from", "user_recognizer", "ssn_valid", "card_valid", "card_issuer_valid", "ip_valid",
+           "email_valid", "mac_valid", "phone_valid", "url_valid"]

@@ -1,0 +1,174 @@
+"""Recognizers inside the decode: validated identifiers, the caller's patterns and lists, on a tiny random model
+(whose own answers are noise, so whatever is found whole and typed right is the evidence's doing)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from conftest import build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
+
+from piiner.configuration_piiner import PiiNerConfig
+from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+from piiner.recognizers_piiner import (
+    RecognizerError, card_issuer_valid, email_valid, evidence_from, mac_valid, phone_valid, ssn_valid)
+
+
+def tiny_pipeline(seed=0, **config):
+    torch.manual_seed(seed)
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config(), **config)).eval()
+    return PiiNerTokenClassificationPipeline(model=model, tokenizer=build_tiny_tokenizer(), device=-1)
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    return tiny_pipeline()
+
+
+def found(entities):
+    return [(e["word"], e["type"]) for e in entities]
+
+
+@pytest.mark.parametrize("value, ok", [("612-40-8813", True), ("612 40 8813", True), ("000-12-3456", False),
+                                       ("666-12-3456", False), ("912-12-3456", False), ("123-00-4567", False),
+                                       ("123-45-0000", False), ("12-345-6789", True)])
+def test_ssn_rules(value, ok):
+    assert ssn_valid(value) is ok
+
+
+@pytest.mark.parametrize("value, ok", [("4111 1111 1111 1111", True), ("4111 1111 1111 1112", False),
+                                       ("378282246310005", True), ("1234567812345670", False)])
+def test_card_numbers_pass_luhn_and_belong_to_a_network(value, ok):
+    assert card_issuer_valid(value) is ok
+
+
+@pytest.mark.parametrize("value, ok", [("212-555-9916", True), ("(212) 555-9916", True), ("+44 20 7946 0958", True),
+                                       ("612-40-8813", False), ("2024-01-02", False), ("123-456-7890", False),
+                                       ("1-800-FLOWERS", True), ("212-555-0147 ext. 22", True), ("555", False)])
+def test_phone_layouts(value, ok):
+    assert phone_valid(value) is ok
+
+
+def test_email_and_mac_shapes():
+    assert email_valid("user2@example.com") and not email_valid("example.com") and not email_valid("a@b")
+    assert mac_valid("98:2a:7c:01:ff:10") and mac_valid("982a.7c01.ff10") and not mac_valid("98:2T:7X:01:ff:10")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Quote 612-40-8813 when you call back", [("612-40-8813", "SSN")]),
+    ("Dear 233-71-0458, your update", [("233-71-0458", "SSN")]),
+    ("matched it to 355.18.2270", [("355.18.2270", "SSN")]),
+    ("card 4111 1111 1111 1111 exp 09/27", [("4111 1111 1111 1111", "CREDIT_CARD")]),
+    ("wire to GB82 WEST 1234 5698 7654 32 today", [("GB82 WEST 1234 5698 7654 32", "IBAN")]),
+    ("from 10.0.0.5 and fe80::1ff:fe23:4567:890a.", [("10.0.0.5", "IP_ADDRESS"), ("fe80::1ff:fe23:4567:890a",
+                                                                                   "IP_ADDRESS")]),
+    ("contact user2@example.com today", [("user2@example.com", "EMAIL")]),
+    ("see https://example.org/a?b=1.", [("https://example.org/a?b=1", "URL")]),
+    ("call (212) 555-9916 now", [("(212) 555-9916", "PHONE")]),
+    ("MAC 98:2a:7c:01:ff:10 seen", [("98:2a:7c:01:ff:10", "DEVICE_ID")]),
+    ("ssn 233710458 on file", [("233710458", "SSN")]),
+])
+def test_a_validated_identifier_is_reported_whole_and_typed_whatever_the_model_says(pipe, text, expected):
+    entities = pipe(text)
+    assert [(e["word"], e["type"]) for e in entities if e["source"] == "builtin"] == expected
+    spans = [(text.index(w), text.index(w) + len(w)) for w, _ in expected]
+    for e in entities:  # and nothing the model found cuts into it
+        assert e["source"] == "builtin" or not any(e["start"] < end and e["end"] > start for start, end in spans)
+
+
+def test_what_fails_its_validator_or_lacks_required_context_is_left_to_the_model(pipe):
+    for text in ("order 233710458 shipped", "Quote 666-40-8813 when you call", "card 4111 1111 1111 1112"):
+        assert not [e for e in pipe(text) if e.get("source") == "builtin"], text
+
+
+def test_a_context_word_raises_the_score_as_presidios_context_enhancer_does(pipe):
+    bare = [e for e in pipe("Quote 612-40-8813 please") if e["type"] == "SSN"][0]
+    named = [e for e in pipe("SSN 612-40-8813 please") if e["type"] == "SSN"][0]
+    assert bare["score"] == pytest.approx(0.85) and named["score"] == pytest.approx(1.0)
+    assert bare["source"] == named["source"] == "builtin"
+
+
+def test_recognizers_and_lists_at_call_time(pipe):
+    text = "Employee EMP-123456 met Zorblax about ticket TK-77 and mailed boss@acme.com"
+    got = pipe(text, recognizers=[{"type": "EMPLOYEE_ID", "pattern": r"EMP-\d{6}", "context": ["employee"],
+                                   "score": 0.6},
+                                  {"type": "TICKET_ID", "pattern": r"\bTK-\d+\b"}],
+               deny_list={"PERSON": ["zorblax"]}, allow_list=["boss@acme.com"])
+    by_word = {e["word"]: e for e in got}
+    assert by_word["EMP-123456"]["type"] == "EMPLOYEE_ID" and by_word["EMP-123456"]["score"] == pytest.approx(0.95)
+    assert by_word["Zorblax"]["type"] == "PERSON" and by_word["Zorblax"]["source"] == "deny_list"
+    # a type outside the model's labels is reported, with tier 4 unless the recognizer gives one
+    assert (by_word["TK-77"]["type"], by_word["TK-77"]["tier"]) == ("TICKET_ID", 4)
+    assert "boss@acme.com" not in by_word
+    # the call's evidence is the call's: the next call is back to the pipeline's own
+    assert "EMP-123456" not in {e["word"] for e in pipe(text) if e["type"] == "EMPLOYEE_ID"}
+
+
+def test_saved_recognizers_travel_with_the_snapshot_into_a_fresh_process(tmp_path):
+    pipe = tiny_pipeline(recognizers=[{"type": "CASE_ID", "pattern": r"CASE-\d{4}", "tier": 2}],
+                         deny_list={"ORGANIZATION": ["Acme Corp"]}, allow_list=["CASE-0000"])
+    snapshot = tmp_path / "snapshot"
+    pipe.model.save_pretrained(snapshot)
+    pipe.tokenizer.save_pretrained(snapshot)
+    script = textwrap.dedent("""
+        import json, sys
+        sys.modules["piiner"] = None
+        from transformers import pipeline
+        pipe = pipeline("token-classification", model=sys.argv[1], trust_remote_code=True, device=-1)
+        print(json.dumps(pipe(sys.argv[2])))
+    """)
+    text = "see CASE-1234 and CASE-0000 at acme corp"
+    proc = subprocess.run([sys.executable, "-c", script, str(snapshot), text], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env=env_without_this_repo(HF_HUB_OFFLINE="1"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = {e["word"]: (e["type"], e["tier"]) for e in json.loads(proc.stdout.strip().splitlines()[-1])}
+    assert got["CASE-1234"] == ("CASE_ID", 2) and got["acme corp"] == ("ORGANIZATION", 3)
+    assert "CASE-0000" not in got
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"type": "X_ID", "pattern": "EMP-(\\d"}, r"recognizer X_ID: bad pattern"),
+    ({"type": "X_ID", "pattern": "a*"}, "matches the empty string"),
+    ({"type": "X_ID", "pattern": "x", "validator": "crc"}, "unknown validator 'crc'"),
+    ({"type": "x id", "pattern": "x"}, "upper-case name"),
+    ({"type": "X_ID", "pattern": "x", "score": 1.5}, r"score must be a number in \[0, 1\]"),
+    ({"type": "X_ID", "pattern": "x", "colour": "red"}, r"unknown keys \['colour'\]"),
+])
+def test_a_bad_recognizer_is_one_clear_error_before_any_text_is_read(pipe, spec, message):
+    with pytest.raises(RecognizerError, match=message):
+        pipe("text", recognizers=[spec])
+    with pytest.raises(RecognizerError, match=message):
+        PiiNerConfig(encoder_config=tiny_bert_config(), recognizers=[spec])
+
+
+def test_bad_lists_are_refused():
+    with pytest.raises(RecognizerError, match="deny_list"):
+        evidence_from(deny_list={"PERSON": "Zorblax"})
+    with pytest.raises(RecognizerError, match="allow_list"):
+        evidence_from(allow_list="Acme")
+
+
+# -- 88.1: where an entity stands does not decide whether it is found ------------------------------------------------
+
+FILLER = ("the meeting moved to the blue room after lunch and everyone agreed that the notes would be shared later "
+          "with the team once the draft was ready ").split()
+
+
+@pytest.mark.parametrize("entity, kind", [("contact user2@example.com today", "EMAIL"),
+                                          ("called from 212-555-9916 about", "PHONE"),
+                                          ("met Zorblax Quint there", "PERSON")])
+def test_an_entity_is_found_whole_at_every_word_boundary_across_windows_and_paragraphs(entity, kind):
+    """The entity slid through every word boundary of a filler text three windows long (64-token windows), with a
+    paragraph break in it: found whole, with its type, wherever it stands, as it is found alone."""
+    pipe = tiny_pipeline(deny_list={"PERSON": ["Zorblax Quint"]})
+    value = {"EMAIL": "user2@example.com", "PHONE": "212-555-9916", "PERSON": "Zorblax Quint"}[kind]
+    alone = [(e["word"], e["type"]) for e in pipe(entity) if e["type"] == kind]
+    assert alone == [(value, kind)]
+    words = FILLER * 3
+    words[len(FILLER)] = words[len(FILLER)] + "\n\n"
+    texts = [" ".join(words[:i] + [entity] + words[i:]) for i in range(len(words) + 1)]
+    for text, entities in zip(texts, pipe(texts, batch_size=8)):
+        assert [(e["word"], e["type"]) for e in entities if e["type"] == kind] == alone, text
