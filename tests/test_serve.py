@@ -187,3 +187,90 @@ def test_the_batcher_keeps_counts_not_a_record_of_every_batch():
     batcher, grown = asyncio.run(scenario())
     assert (batcher.batches_run, batcher.texts_run) == (5200, 5200)
     assert grown < 20_000, f"{grown} bytes more after 5,000 batches"  # a list of sizes: about 40,000
+
+
+@pytest.mark.parametrize("endpoint", ["detect", "redact"])
+def test_a_lone_surrogate_comes_back_as_it_was_sent_never_a_500(client, endpoint):
+    body = b'{"text": "\\ud800 John Smith a@b\\udfff.com and a@b.com"}'
+    response = client.post(f"/v1/{endpoint}", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    result = response.json()
+    if endpoint == "redact":
+        assert result["redacted_text"] == "\ud800 John Smith a@b\udfff.com and [EMAIL]"
+    else:
+        assert [e["word"] for e in result["entities"]] == ["a@b.com"]
+
+
+def test_the_docs_page_loads_its_files_from_the_service_not_a_cdn(client):
+    page = client.get("/docs")
+    assert page.status_code == 200
+    urls = [part for part in page.text.split("'") + page.text.split('"') if "://" in part]
+    assert urls == [], f"the docs page loads {urls}: blank without internet"
+    for asset in ("/docs-assets/swagger-ui-bundle.js", "/docs-assets/swagger-ui.css"):
+        assert client.get(asset).status_code == 200
+
+
+def test_api_keys_guard_the_api_and_leave_health_and_the_page_open():
+    with TestClient(create_app(RegexDetector(), "regex", Settings(api_keys=frozenset({"k-1", "k-2"})))) as c:
+        assert c.post("/v1/detect", json={"text": TEXT}).status_code == 401
+        assert c.post("/v1/detect", json={"text": TEXT}, headers={"X-API-Key": "wrong"}).status_code == 401
+        assert c.post("/v1/detect", json={"text": TEXT}, headers={"X-API-Key": "k-1"}).status_code == 200
+        assert c.post("/v1/redact", json={"text": TEXT}, headers={"Authorization": "Bearer k-2"}).status_code == 200
+        assert c.get("/health").status_code == 200 and c.get("/").status_code == 200
+
+
+def test_the_api_key_option_reads_the_environment_and_refuses_an_empty_variable(monkeypatch):
+    from piiner.serve.cli import api_keys
+
+    monkeypatch.setenv("PIINER_KEYS", "a, b")
+    assert api_keys("PIINER_KEYS") == {"a", "b"}
+    monkeypatch.setenv("PIINER_KEYS", "")
+    with pytest.raises(ValueError, match="PIINER_KEYS: that environment variable is unset or empty"):
+        api_keys("PIINER_KEYS")
+
+
+def test_a_text_cut_at_paragraphs_gives_the_entities_of_the_whole_text():
+    from piiner.serve.batching import pieces
+
+    text = "\n\n".join(f"para {i}: mail u{i}@x.org or call 555-201-{3000 + i}.\nSSN 123-45-6789" for i in range(50))
+    cut = pieces(text, 200)
+    assert "".join(p for _, p in cut) == text and all(text[o:o + len(p)] == p for o, p in cut) and len(cut) > 10
+    shifted = [{**e, "start": e["start"] + o, "end": e["end"] + o} for o, p in cut for e in RegexDetector()([p])[0]]
+    whole = RegexDetector()([text])[0]
+    assert [(e["start"], e["end"], e["type"]) for e in shifted] == [(e["start"], e["end"], e["type"]) for e in whole]
+
+
+def test_a_large_request_does_not_stall_a_small_one_sent_after_it():
+    """The detector takes time in proportion to the characters it reads; a 400 kB request of paragraphs is sent
+    first, then a short one: the short one is answered after at most a batch or two of the large one, not after all
+    of it, and /health counts the waiting requests."""
+    def timed(texts):
+        time.sleep(sum(map(len, texts)) / 2_000_000)  # 2 MB/s: the large request takes about 0.2 s
+        return RegexDetector()(texts)
+
+    large = "\n\n".join(f"Paragraph {i} of the export: mail u{i}@x.org today. " + "filler " * 60 for i in range(1000))
+    app = create_app(timed, "timed", Settings(max_batch_chars=2000, max_wait_ms=0, max_body_bytes=4_000_000))
+    done = {}
+
+    async def scenario():
+        await app.state.batcher.start()
+        try:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                async def send(name, text):
+                    response = await client.post("/v1/detect", json={"text": text})
+                    done[name] = time.monotonic()
+                    return response
+
+                big = asyncio.create_task(send("large", large))
+                await asyncio.sleep(0.02)
+                waiting = (await client.get("/health")).json()["waiting"]
+                small = await send("small", "call 555-201-3344")
+                return (await big).json(), small.json(), waiting
+        finally:
+            await app.state.batcher.stop()
+
+    big, small, waiting = asyncio.run(scenario())
+    assert waiting == 1
+    assert done["small"] < done["large"]
+    assert len(big["entities"]) == 1000 and small["entities"][0]["type"] == "PHONE"

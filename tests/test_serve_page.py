@@ -117,3 +117,21 @@ def test_the_page_finds_highlights_and_redacts(service, browser):
         browser.find_element(By.ID, "redact").click()
         wait_for(lambda: "[" in browser.find_element(By.ID, "redacted").get_attribute("value"))
         browser.save_screenshot(screenshot)
+
+
+def test_the_page_highlights_the_right_characters_after_an_emoji(service, browser):
+    """The service counts offsets in code points, JavaScript strings in UTF-16 units: after an emoji (two units)
+    the page showed "\\ude00 a@b.co" for "a@b.com"."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(service)
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#types option")) == 41)
+    box = browser.find_element(By.ID, "input")
+    box.clear()
+    browser.execute_script("arguments[0].value = arguments[1];", box, "😀😀 mail a@b.com or 𝒳 555-201-3344")
+    browser.find_element(By.ID, "detect").click()
+    marks = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#highlighted mark"))
+    assert [m.text.split("\n")[0].removesuffix(m.get_attribute("data-type")) for m in marks] == [
+        "a@b.com", "555-201-3344"]
+    rows = browser.find_elements(By.CSS_SELECTOR, "#entities tr")
+    assert "a@b.com" in rows[0].text and "555-201-3344" in rows[1].text

@@ -3,23 +3,30 @@
     POST /v1/detect   {"text": "..."} or {"texts": [...]}, optional types, min_tier, thresholds
     POST /v1/redact   the same plus mode (and key for surrogate/hash); or a PDF (multipart "file")
     GET  /v1/labels   the types and their tiers
-    GET  /health      model, batches run
-    GET  /            the web page; /docs the OpenAPI documentation
+    GET  /health      model, batches run, requests waiting
+    GET  /            the web page; /docs the OpenAPI documentation (served from the swagger-ui-bundle package:
+                      no CDN, so it works offline)
 
 Filters and modes mean what they mean for `piiner-redact` (deid/redact.py). Bad input is a 4xx with a message:
-malformed JSON or wrong types 422, unknown type names 422, too many texts 422, a body over the limit 413. A
-detector error is a 500 naming the request id (also in the X-Request-ID header); the service stays up.
+malformed JSON or wrong types 422, unknown type names 422, too many texts 422, a body over the limit 413, a missing
+or wrong API key 401 (when the service has keys). A detector error is a 500 naming the request id (also in the
+X-Request-ID header); the service stays up. Responses are JSON with non-ASCII characters escaped, so any string the
+JSON parser accepted, a lone surrogate too, comes back as it was sent.
 """
 
+import hmac
 import importlib.resources
 import itertools
+import json
 import logging
 from collections import Counter
 from typing import Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from piiner.deid.redact import MODES, Redactor, detection_view
@@ -38,6 +45,16 @@ class Settings(BaseModel):
     max_wait_ms: float = 10.0
     max_body_bytes: int = 2_000_000
     max_texts: int = 256
+    max_batch_chars: int = 4000
+    api_keys: frozenset[str] = frozenset()
+
+
+class EscapedJSONResponse(JSONResponse):
+    """JSON with every non-ASCII character escaped: a lone surrogate (valid in a JSON string, "\\ud800") cannot be
+    written as UTF-8, and would make the default response a 500."""
+
+    def render(self, content):
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 
 class DetectRequest(BaseModel):
@@ -64,12 +81,16 @@ class RedactRequest(DetectRequest):
 def create_app(detector, model_name="detector", settings=None):
     """The app around `detector` (texts -> entity lists per text: a piiner pipeline, or any callable alike)."""
     settings = settings or Settings()
-    batcher = MicroBatcher(detector, settings.max_batch_texts, settings.max_wait_ms)
+    batcher = MicroBatcher(detector, settings.max_batch_texts, settings.max_wait_ms, settings.max_batch_chars)
     app = FastAPI(title="piiner", version="1", description=__doc__.split("\n\n")[0],
-                  on_startup=[batcher.start], on_shutdown=[batcher.stop])
+                  on_startup=[batcher.start], on_shutdown=[batcher.stop], docs_url=None, redoc_url=None,
+                  default_response_class=EscapedJSONResponse)
     request_id_numbers = itertools.count(1)
 
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    if settings.api_keys:
+        app.add_middleware(ApiKeys, keys=settings.api_keys)
+    _mount_docs(app)
 
     @app.middleware("http")
     async def request_ids(request: Request, call_next):
@@ -162,7 +183,8 @@ def create_app(detector, model_name="detector", settings=None):
 
     @app.get("/health", summary="Liveness and what the service runs")
     async def health():
-        return {"status": "ok", "model": model_name, "batches": batcher.batches_run, "texts": batcher.texts_run}
+        return {"status": "ok", "model": model_name, "batches": batcher.batches_run, "texts": batcher.texts_run,
+                "waiting": batcher.waiting}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page():
@@ -171,10 +193,55 @@ def create_app(detector, model_name="detector", settings=None):
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError):
         # One readable sentence, as for every other 4xx here, instead of FastAPI's list of error objects.
-        return JSONResponse({"detail": _validation_message(error)}, status_code=422)
+        return EscapedJSONResponse({"detail": _validation_message(error)}, status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, error: HTTPException):
+        return EscapedJSONResponse({"detail": error.detail}, status_code=error.status_code, headers=error.headers)
 
     app.state.batcher = batcher
     return app
+
+
+def _mount_docs(app):
+    """/docs from the Swagger UI files of the swagger-ui-bundle package, so the page works without internet; without
+    the package, /docs says how to get it."""
+    try:
+        import swagger_ui_bundle
+    except ImportError:
+        @app.get("/docs", include_in_schema=False)
+        async def no_docs():
+            raise HTTPException(404, "the docs page needs its extra: pip install 'piiner[serve]' (swagger-ui-bundle);"
+                                     " the API description is at /openapi.json")
+        return
+    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs():
+        return get_swagger_ui_html(openapi_url=app.openapi_url, title="piiner API",
+                                   swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+                                   swagger_css_url="/docs-assets/swagger-ui.css",
+                                   swagger_favicon_url="/docs-assets/favicon-32x32.png")
+
+
+class ApiKeys:
+    """ASGI middleware: with keys set, a request to /v1/ without one of them (`Authorization: Bearer KEY` or
+    `X-API-Key: KEY`) is a 401; the page, the docs and /health stay open, so a load balancer can probe."""
+
+    def __init__(self, app, keys):
+        self.app, self.keys = app, [key.encode() for key in keys]
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not scope["path"].startswith("/v1/"):
+            return await self.app(scope, receive, send)
+        headers = dict(scope["headers"])
+        given = headers.get(b"x-api-key") or headers.get(b"authorization", b"").removeprefix(b"Bearer ").strip()
+        if not any(hmac.compare_digest(given, key) for key in self.keys):
+            response = EscapedJSONResponse({"detail": "a valid API key is needed: send it as 'Authorization: Bearer "
+                                                      "KEY' or 'X-API-Key: KEY'"}, status_code=401,
+                                           headers={"WWW-Authenticate": "Bearer"})
+            return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
 
 
 class BodyLimit:

@@ -1,34 +1,64 @@
-"""Concurrent requests gathered into batches for the model.
+"""Concurrent requests gathered into batches for the model, taken in turn so that a large request does not stall
+small ones.
 
-Each text a request brings waits in one queue; a single worker takes up to `max_texts` of them, or whatever has
-arrived `max_wait_ms` after the first, and runs the detector on them in a worker thread, so the event loop never
-blocks on the model and the model always sees one batch at a time. When the detector fails on a batch, each of
-its texts is tried alone, so only the request holding the text it cannot take fails; the service goes on.
+Each text a request brings is cut into pieces at paragraph boundaries (`pieces`): the model encodes every paragraph
+on its own anyway, so the pieces' entities, shifted back, are the whole text's. A single worker builds each batch by
+taking one piece from each waiting request in turn, up to `max_texts` pieces and `max_chars` characters, after
+waiting `max_wait_ms` from the first for others to arrive; the detector runs in a worker thread, so the event loop
+never blocks on the model and the model sees one batch at a time. A small request that arrives while a 1 MB one
+runs waits for one batch, not for all of it. When the detector fails on a batch, each of its pieces is tried alone,
+so only the request holding the piece it cannot take fails; the service goes on.
 """
 
 import asyncio
+import collections
 import time
+
+from piiner.encoding_piiner import paragraphs
+
+
+def pieces(text, max_chars):
+    """`(offset, piece)` of `text` cut at paragraph boundaries into pieces of at most `max_chars` characters where
+    its paragraphs allow (a longer paragraph is one piece); the whitespace between paragraphs goes with the piece
+    before it, so the pieces join back into the text."""
+    out, start, end = [], 0, 0
+    for _, paragraph_end in paragraphs(text):
+        if paragraph_end - start > max_chars and end > start:
+            out.append((start, text[start:end]))
+            start = end
+        end = paragraph_end
+    out.append((start, text[start:]))
+    return out
 
 
 class MicroBatcher:
     """`await batcher.submit(texts)` -> the detector's result for each text, computed in shared batches.
 
     Args:
-        detect (callable): list of texts -> list of results (one per text), run in a thread.
-        max_texts (`int`): texts per detector call at most.
-        max_wait_ms (`float`): how long the first text of a batch waits for others.
+        detect (callable): list of texts -> list of results (one list of entity dicts per text), run in a thread.
+        max_texts (`int`): pieces per detector call at most.
+        max_wait_ms (`float`): how long the first piece of a batch waits for others.
+        max_chars (`int`): characters per detector call at most (a batch always takes at least one piece), and the
+            size texts are cut to at paragraph boundaries: the longest a small request waits behind a large one.
     """
 
-    def __init__(self, detect, max_texts=32, max_wait_ms=10.0):
-        if max_texts < 1 or max_wait_ms < 0:
-            raise ValueError(f"max_texts must be >= 1 and max_wait_ms >= 0, got {max_texts}, {max_wait_ms}")
-        self.detect, self.max_texts, self.max_wait = detect, max_texts, max_wait_ms / 1000
-        self.queue = None
+    def __init__(self, detect, max_texts=32, max_wait_ms=10.0, max_chars=4000):
+        if max_texts < 1 or max_wait_ms < 0 or max_chars < 1:
+            raise ValueError(f"max_texts and max_chars must be >= 1 and max_wait_ms >= 0, got {max_texts}, "
+                             f"{max_chars}, {max_wait_ms}")
+        self.detect, self.max_texts, self.max_wait, self.max_chars = detect, max_texts, max_wait_ms / 1000, max_chars
+        self.requests = collections.deque()  # per waiting request, a deque of its (piece, future)
+        self.arrived = None
         self.worker = None
         self.batches_run = self.texts_run = 0  # for the health endpoint: counts, so a long-lived service stays flat
 
+    @property
+    def waiting(self):
+        """Requests with pieces not yet taken into a batch."""
+        return len(self.requests)
+
     async def start(self):
-        self.queue = asyncio.Queue()
+        self.arrived = asyncio.Event()
         self.worker = asyncio.create_task(self._run())
 
     async def stop(self):
@@ -42,25 +72,50 @@ class MicroBatcher:
 
     async def submit(self, texts):
         loop = asyncio.get_running_loop()
-        futures = [loop.create_future() for _ in texts]
-        for text, future in zip(texts, futures):
-            self.queue.put_nowait((text, future))
-        return await asyncio.gather(*futures)
+        cut = [pieces(text, self.max_chars) for text in texts]
+        work = collections.deque((piece, loop.create_future()) for parts in cut for _, piece in parts)
+        futures = [future for _, future in work]
+        if work:
+            self.requests.append(work)
+            self.arrived.set()
+        found = iter(await asyncio.gather(*futures))
+        results = []
+        for parts in cut:
+            entities = []
+            for offset, _ in parts:
+                for entity in next(found):
+                    entities.append({**entity, "start": entity["start"] + offset, "end": entity["end"] + offset}
+                                    if offset else entity)
+            results.append(entities)
+        return results
+
+    def _take(self):
+        """One piece from each waiting request in turn, within the batch's limits."""
+        batch, chars = [], 0
+        while self.requests and len(batch) < self.max_texts:
+            work = self.requests[0]
+            piece, future = work[0]
+            if batch and chars + len(piece) > self.max_chars:
+                break
+            work.popleft()
+            self.requests.rotate(-1)
+            if not work:
+                self.requests.remove(work)
+            if not future.done():  # a cancelled request's pieces go
+                batch.append((piece, future))
+                chars += len(piece)
+        return batch
 
     async def _run(self):
         loop = asyncio.get_running_loop()
         while True:
-            batch = [await self.queue.get()]
-            deadline = time.monotonic() + self.max_wait
-            while len(batch) < self.max_texts:
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    break
-                try:
-                    batch.append(await asyncio.wait_for(self.queue.get(), timeout))
-                except asyncio.TimeoutError:
-                    break
-            live = [(text, future) for text, future in batch if not future.done()]  # a cancelled request's texts go
+            if not self.requests:
+                self.arrived.clear()
+                await self.arrived.wait()
+                deadline = time.monotonic() + self.max_wait
+                while time.monotonic() < deadline and sum(map(len, self.requests)) < self.max_texts:
+                    await asyncio.sleep(min(0.001, max(deadline - time.monotonic(), 0)))
+            live = self._take()
             if not live:
                 continue
             self.batches_run += 1

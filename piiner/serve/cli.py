@@ -1,6 +1,7 @@
 """`piiner-serve --model DIR_or_HUB_ID`: the redaction service and its web page on http://127.0.0.1:8000."""
 
 import argparse
+import os
 import sys
 
 from .app import Settings, create_app
@@ -22,12 +23,29 @@ def parser():
     p.add_argument("--max-body-bytes", type=int, default=defaults.max_body_bytes,
                    help="a request body over this is refused with 413, whether sent with a length or in chunks")
     p.add_argument("--max-texts", type=int, default=defaults.max_texts, help="texts per request at most")
+    p.add_argument("--max-batch-chars", type=int, default=defaults.max_batch_chars,
+                   help="characters per model call; long texts are cut at paragraph boundaries to about this size, "
+                        "so a small request waits behind one such batch of a large one (default: %(default)s)")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="environment variable holding the API key(s), comma-separated: requests to /v1/ without one "
+                        "get 401")
     return p
+
+
+def api_keys(variable):
+    """The keys in environment variable `variable` (comma-separated); a ValueError where it is unset or empty."""
+    if variable is None:
+        return frozenset()
+    keys = frozenset(k.strip() for k in os.environ.get(variable, "").split(",") if k.strip())
+    if not keys:
+        raise ValueError(f"--api-key-env {variable}: that environment variable is unset or empty")
+    return keys
 
 
 def build_app(args):
     settings = Settings(max_batch_texts=args.max_batch_texts, max_wait_ms=args.max_wait_ms,
-                        max_body_bytes=args.max_body_bytes, max_texts=args.max_texts)
+                        max_body_bytes=args.max_body_bytes, max_texts=args.max_texts,
+                        max_batch_chars=args.max_batch_chars, api_keys=api_keys(args.api_key_env))
     if args.detector == "regex":
         from piiner.patterns import RegexDetector
 
@@ -51,7 +69,7 @@ def main(argv=None):
 
     try:
         app = build_app(args)
-    except SnapshotError as error:
+    except (SnapshotError, ValueError) as error:
         p.exit(2, f"piiner-serve: error: {error}\n")
     uvicorn.run(app, host=args.host, port=args.port)
     return 0
