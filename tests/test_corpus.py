@@ -339,3 +339,34 @@ def test_a_failing_shard_stops_the_local_engine_without_running_the_queued_shard
     with pytest.raises(OSError, match="disk full"):
         engines.run_local(None, list(range(50)), num_proc=2)
     assert 1 <= len(ran) <= 3  # the failed shard, and at most what had started when its error came back
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "two"])
+def test_a_worker_count_below_one_is_refused(tmp_path, capsys, value):
+    corpus = write_corpus(tmp_path / "corpus")
+    with pytest.raises(SystemExit) as exit_:
+        corpus_main(["--input", str(corpus), "--output", str(tmp_path / "out"), "--detector", "regex",
+                     "--num-proc", value])
+    assert exit_.value.code == 2 and "--num-proc" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="num_proc must be a whole number of at least 1, got 0"):
+        redact_corpus(corpus, tmp_path / "out", SPEC, num_proc=0)
+    assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_ends_with_one_line_saying_what_was_finished_and_how_to_resume(tmp_path, monkeypatch, capsys):
+    corpus = write_corpus(tmp_path / "corpus")
+    real, calls = job_module.read_shard, []
+
+    def interrupted_in_the_second(shard, text_field):
+        calls.append(shard.name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(shard, text_field)
+
+    monkeypatch.setattr(job_module, "read_shard", interrupted_in_the_second)
+    code = corpus_main(["--input", str(corpus), "--output", str(tmp_path / "out"), "--detector", "regex",
+                        "--rows-per-shard", "3"])
+    stderr = capsys.readouterr().err
+    err = [line for line in stderr.splitlines() if line.startswith("piiner-corpus")]
+    assert code == 130 and len(err) == 1 and "Traceback" not in stderr
+    assert "interrupted: 1 shard(s) finished" in err[0] and "run the same command again" in err[0]

@@ -15,13 +15,23 @@ from .job import RedactorSpec, redact_corpus
 from .shards import CorpusError
 
 
+def positive_int(value):
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
 def parser():
     p = argparse.ArgumentParser(prog="piiner-corpus", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n")[1])
     p.add_argument("--input", required=True, help="folder or file of .jsonl/.json/.parquet/.txt, or a save_to_disk folder")
     p.add_argument("--output", required=True, help="folder for part-NNNNN files, rejects/ and summary.json")
     p.add_argument("--engine", choices=("datasets", "ray"), default="datasets")
-    p.add_argument("--num-proc", type=int, default=1, help="worker processes (datasets) or actors (ray)")
+    p.add_argument("--num-proc", type=positive_int, default=1, help="worker processes (datasets) or actors (ray)")
     p.add_argument("--address", help="Ray cluster address ('auto': the cluster this machine is in; default: local)")
     p.add_argument("--num-gpus", type=float, default=0, help="GPUs per Ray actor")
     p.add_argument("--model", help="piiner snapshot folder or Hub id")
@@ -33,8 +43,8 @@ def parser():
     p.add_argument("--min-tier", type=int, choices=(1, 2, 3, 4))
     p.add_argument("--key-env", help="environment variable holding the surrogate/hash key")
     p.add_argument("--text-field", default="text")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--rows-per-shard", type=int, default=50_000)
+    p.add_argument("--batch-size", type=positive_int, default=16)
+    p.add_argument("--rows-per-shard", type=positive_int, default=50_000)
     p.add_argument("--output-format", choices=("jsonl", "parquet"), default="jsonl")
     return p
 
@@ -63,6 +73,12 @@ def main(argv=None):
     except (CorpusError, ValueError) as error:
         print(f"piiner-corpus: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        done = os.path.join(args.output, "_done")
+        finished = len([n for n in os.listdir(done) if n.endswith(".json")]) if os.path.isdir(done) else 0
+        print(f"piiner-corpus: interrupted: {finished} shard(s) finished and kept in {args.output}; run the same "
+              "command again to do the rest" + (" (with the same --key-env)" if key else ""), file=sys.stderr)
+        return 130
     if summary.get("files_not_read"):
         reasons = ", ".join(f"{reason}: {count}" for reason, count in summary["files_not_read"].items())
         print(f"piiner-corpus: {sum(summary['files_not_read'].values())} files of the input folder not read "

@@ -241,6 +241,8 @@ def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_fiel
     """
     if output_format not in ("jsonl", "parquet"):
         raise ValueError(f"output_format must be jsonl or parquet, got {output_format!r}")
+    if isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1:
+        raise ValueError(f"num_proc must be a whole number of at least 1, got {num_proc!r}")
     if spec.mode in KEYED_MODES and spec.key is None:  # one key for every worker of this run, not one each
         spec = dataclasses.replace(spec, key=secrets.token_bytes(32))
     if num_gpus and spec.device is None and spec.detector == "model":
