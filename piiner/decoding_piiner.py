@@ -526,32 +526,55 @@ def apply_evidence(text, entities, matches, type_to_tier, allow_list=()):
 FORBIDDEN_EMISSION = -1.0e4
 
 
-def result_filters(label2id, min_score=None, ignore_labels=None):
-    """The two filters a caller may put on results, checked against a model's labels: returns `(min_score,
-    ignore_labels)` for `filter_results`. `min_score` is a float or a dict tier -> float; `ignore_labels` a list of
-    types or BIO labels, an unknown name being an error that lists the model's types."""
-    if min_score is not None and (not isinstance(min_score, (int, float, dict)) or isinstance(min_score, bool)):
-        raise TypeError(f"min_score must be a float or a dict tier -> float, got {type(min_score).__name__}")
+def _check_score(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not 0 <= value <= 1:
+        raise ValueError(f"{what} must be a score from 0 to 1, got {value!r}")  # NaN fails the comparison too
+    return float(value)
+
+
+def result_filters(label2id, min_score=None, ignore_labels=None, extra_types=()):
+    """The two filters a caller may put on results, checked against a model's types (and `extra_types`, those of its
+    recognizers): returns `(min_score, ignore_labels)` for `filter_results`. `min_score` is a score in [0, 1], or a
+    dict whose keys are tiers (1 to 4, as ints) or types, each to a score; `ignore_labels` a list of types. Anything
+    else is an error naming the value: a BIO label, a tier written as a string, a score outside [0, 1] or NaN."""
+    types = ({split_label(label)[1] for label in label2id} - {None}) | set(extra_types)
+    if isinstance(min_score, dict):
+        checked = {}
+        for key, value in min_score.items():
+            if isinstance(key, str) and key in types:
+                checked[key] = _check_score(value, f"min_score[{key!r}]")
+            elif isinstance(key, (int, np.integer)) and not isinstance(key, bool) and 1 <= key <= 4:
+                checked[int(key)] = _check_score(value, f"min_score[{key}]")
+            else:
+                raise ValueError(f"min_score has the key {key!r}: a key is a tier, an int from 1 to 4, or a type of "
+                                 f"this model (its types: {sorted(types)})")
+        min_score = checked
+    elif min_score is not None:
+        min_score = _check_score(min_score, "min_score")
     if ignore_labels is None:
         return min_score, frozenset()
     if isinstance(ignore_labels, str) or not all(isinstance(label, str) for label in ignore_labels):
-        raise TypeError(f"ignore_labels must be a list of type or label names, got {ignore_labels!r}")
-    types = {split_label(label)[1] for label in label2id} - {None}
-    unknown = sorted(set(ignore_labels) - set(label2id) - types)
+        raise TypeError(f"ignore_labels must be a list of type names, got {ignore_labels!r}")
+    ignore_labels = set(ignore_labels) - {"O"}  # the stock pipeline's default: nothing to drop here
+    for name in ignore_labels:
+        if name not in types and name in label2id:
+            raise ValueError(f"ignore_labels names the label {name!r}; it takes types, such as "
+                             f"{split_label(name)[1] or 'SSN'!r}")
+    unknown = sorted(set(ignore_labels) - types)
     if unknown:
-        raise ValueError(f"ignore_labels names {unknown}, which are neither types nor labels of this model "
-                         f"(its types: {sorted(types)})")
+        raise ValueError(f"ignore_labels names {unknown}, which are not types of this model (its types: "
+                         f"{sorted(types)})")
     return min_score, frozenset(ignore_labels)
 
 
 def filter_results(results, min_score=None, ignore_labels=frozenset()):
-    """The results (entities or tokens) scored at least `min_score` (of their tier, for a dict; tiers it does not
-    name keep everything) and of no type or label in `ignore_labels`."""
+    """The results (entities or tokens) scored at least `min_score` (for a dict: its type's score, else its tier's;
+    results of a type or tier it does not name are all kept) and of no type in `ignore_labels`."""
     if isinstance(min_score, dict):
-        results = [r for r in results if r["score"] >= min_score.get(r["tier"], 0.0)]
+        results = [r for r in results if r["score"] >= min_score.get(r["type"], min_score.get(r["tier"], 0.0))]
     elif min_score is not None:
         results = [r for r in results if r["score"] >= min_score]
-    return [r for r in results if r["type"] not in ignore_labels and r.get("entity") not in ignore_labels]
+    return [r for r in results if r["type"] not in ignore_labels]
 
 
 __all__ = ["merge_windows", "decode_entities", "decode_tokens", "checked_window", "entities_from_windows", "apply_evidence", "fails_check", "lower_case_ends",

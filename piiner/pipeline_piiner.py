@@ -36,9 +36,10 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
             `{entity_group, type, tier, score, start, end, word}`; `"none"` returns one dict per token tagged other
             than "O", `{entity, type, tier, score, index, start, end, word}` (`entity` is the BIO label).
             In both, `text[start:end] == word`.
-        min_score (`float` or `dict[int, float]`, *optional*): drop results scored below it; a dict gives a
-            threshold per tier (tiers not named keep everything). The score of an entity is the lowest CRF
-            marginal probability among its tokens.
+        min_score (`float` or `dict`, *optional*): drop results scored below it; a dict gives a threshold per tier
+            (an int from 1 to 4) or per type (`{"PHONE": 0.7, 3: 0.5}`; a type's own threshold comes before its
+            tier's; what it does not name keeps everything). The score of an entity is the lowest CRF marginal
+            probability among its tokens, or its recognizer's score.
         ignore_labels (`list[str]`, *optional*): drop results of these types: `["PASSWORD", "LICENSE_PLATE"]` for
             text where the model finds those types in what is not (hashtags in tweets).
         recognizers (`list[dict]`, *optional*): patterns of the caller's own, each `{"type", "pattern", "score",
@@ -75,7 +76,14 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         super().__init__(*args, **kwargs)
         self.model.eval()  # no dropout
         check_tokenizer_windows(self.tokenizer, self.model.config)
-        self._evidence = self._evidence_with()  # the saved recognizers and lists, compiled once per pipeline
+
+    @property
+    def _evidence(self):
+        # The saved recognizers and lists, compiled once per pipeline (and asked for by the base class's __init__,
+        # which checks the call parameters given at construction).
+        if "_saved_evidence" not in self.__dict__:
+            self._saved_evidence = self._evidence_with()
+        return self._saved_evidence
 
     def _evidence_with(self, recognizers=None, allow_list=None, deny_list=None):
         config = self.model.config
@@ -91,11 +99,12 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
     def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None,
                              ignore_labels=None, recognizers=None, allow_list=None, deny_list=None):
         preprocess_params, postprocess_params = {}, {}
+        evidence = self._evidence
         if recognizers is not None or allow_list is not None or deny_list is not None:
-            postprocess_params["evidence"] = self._evidence_with(recognizers, allow_list, deny_list)
+            evidence = postprocess_params["evidence"] = self._evidence_with(recognizers, allow_list, deny_list)
         if min_score is not None or ignore_labels is not None:
             postprocess_params["min_score"], postprocess_params["ignore_labels"] = result_filters(
-                self.model.config.label2id, min_score, ignore_labels)
+                self.model.config.label2id, min_score, ignore_labels, {r.type for r in evidence.recognizers})
         if max_length is not None:
             preprocess_params["max_length"] = max_length
         if stride is not None:

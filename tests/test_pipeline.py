@@ -133,15 +133,28 @@ def test_min_score_overall_and_per_tier(rule_pipeline):
     assert spans(pipe(text, min_score=0.85)) == [(15, 19, "PERSON", "John")]
     assert pipe(text, min_score={2: 0.95}) == []
     assert len(pipe(text, min_score={1: 0.95})) == 2
+    # a type's own threshold comes before its tier's (Presidio's per-entity thresholds)
+    assert spans(pipe(text, min_score={2: 0.95, "PERSON": 0.85})) == [(15, 19, "PERSON", "John")]
 
 
-def test_ignore_labels_drops_types_or_labels_as_the_stock_pipeline_does(rule_pipeline):
+@pytest.mark.parametrize("min_score, message", [
+    ({"1": 0.5}, "min_score has the key '1'"), ({5: 0.1}, "min_score has the key 5"), (1.5, "got 1.5"),
+    (-1, "got -1"), (float("nan"), "got nan"), ({"PERSON": 2}, r"min_score\['PERSON'\] must be a score"),
+    ({True: 0.5}, "min_score has the key True"), ({"PERSN": 0.5}, "min_score has the key 'PERSN'"),
+])
+def test_a_bad_min_score_is_an_error_naming_the_value(rule_pipeline, min_score, message):
+    pipe, _ = rule_pipeline
+    with pytest.raises(ValueError, match=message):
+        pipe("John Smith", min_score=min_score)
+
+
+def test_ignore_labels_drops_types_and_refuses_labels(rule_pipeline):
     pipe, _ = rule_pipeline
     text = "John Smith and John"
     assert pipe(text, ignore_labels=["PERSON"]) == [] and len(pipe(text, ignore_labels=["EMAIL", "O"])) == 2
-    tokens = pipe(text, aggregation_strategy="none", ignore_labels=["I-PERSON"])
-    assert [t["entity"] for t in tokens] == ["B-PERSON", "B-PERSON"]
-    with pytest.raises(ValueError, match=r"ignore_labels names \['PERSN'\], which are neither types nor labels"):
+    with pytest.raises(ValueError, match="ignore_labels names the label 'B-SSN'; it takes types, such as 'SSN'"):
+        pipe(text, ignore_labels=["B-SSN"])
+    with pytest.raises(ValueError, match=r"ignore_labels names \['PERSN'\], which are not types of this model"):
         pipe(text, ignore_labels=["PERSN"])
     with pytest.raises(TypeError, match="ignore_labels must be a list"):
         pipe(text, ignore_labels="PERSON")

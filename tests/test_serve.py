@@ -55,6 +55,9 @@ def test_labels_health_docs_and_the_page(client):
     ('{"text": "a", "mode": "shred"}', 422, "mode"),
     ('{"text": "a", "min_tier": 9}', 422, "min_tier"),
     ('{"text": "a", "thresholds": {"2": 7}}', 422, "score in [0, 1]"),
+    ('{"text": "a", "thresholds": {"5": 0.1}}', 422, "from 1 (most sensitive) to 4"),
+    ('{"text": "a", "thresholds": {"1": -1}}', 422, "score in [0, 1]"),
+    ('{"text": "a", "thresholds": {"1": NaN}}', 422, "score in [0, 1]"),
     ('{"text": "a", "colour": "red"}', 422, "colour"),
 ])
 def test_bad_input_is_a_4xx_with_a_message(client, body, status, message):
