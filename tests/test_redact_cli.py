@@ -221,3 +221,15 @@ def test_output_and_text_output_spelled_differently_are_still_one_file(tmp_path,
     with pytest.raises(SystemExit) as exited:
         run([str(path), "-o", str(out), "--text-output", f"{tmp_path}/./x.jsonl"], capsys)  # pathlib drops "."
     assert exited.value.code == 2 and "--text-output" in capsys.readouterr().err and not out.exists()
+
+
+@pytest.mark.parametrize("raw", [b"mail a@b.com\r\nok\r\n", b"mail a@b.com\nlast line without one",
+                                 b"a\r\n\r\nb\n\nc@d.com", b""])
+def test_lines_format_keeps_each_lines_own_ending(tmp_path, capsys, raw):
+    path, text_out = tmp_path / "in.txt", tmp_path / "out.txt"
+    path.write_bytes(raw)
+    code, _, _ = run([str(path), "--format", "lines", "-o", str(tmp_path / "o.jsonl"), "--text-output",
+                      str(text_out)], capsys)
+    assert code == 0
+    expected = raw.replace(b"a@b.com", b"[EMAIL]").replace(b"c@d.com", b"[EMAIL]")
+    assert text_out.read_bytes() == expected

@@ -8,7 +8,8 @@ Input formats (``fmt``):
 - ``json``: a JSON array of such objects (or of plain strings), or one object; read whole.
 - ``text``: the whole input is ONE document, so a value on the line after its label ("Password:" then the password)
   is seen in context; read whole.
-- ``lines``: one record per line (the newline is not part of the text, a blank line is an empty record); streams.
+- ``lines``: one record per line (the line ending is not part of the text, a blank line is an empty record); streams.
+  The redacted text keeps each line's own ending ("\r\n" stays "\r\n", a last line without one gets none).
 - ``auto``: by suffix (.jsonl/.ndjson, .json, .txt), else JSONL when the first line is a JSON object, else text.
 
 A UTF-8 byte order mark (which Notepad and Excel write first) is dropped before JSON, where it cannot be content;
@@ -76,6 +77,7 @@ class Record:
     fields: dict = dataclasses.field(default_factory=dict)
     error: "str | None" = None
     reason: "str | None" = None  # the kind of failure, counted in the summary ("invalid UTF-8", ...)
+    ending: str = "\n"  # the line ending the record had in its input (`lines`), written back after its text
 
 
 class StreamFailure(RuntimeError):
@@ -125,13 +127,15 @@ def object_record(obj, line_no, text_field):
 def parse_line(raw, line_no, fmt, text_field):
     """A Record for one raw input line (bytes, newline included or not) of ``jsonl`` or ``lines`` input; None for
     a blank JSONL line."""
-    raw = raw[:-1] if raw.endswith(b"\n") else raw
-    raw = raw[:-1] if raw.endswith(b"\r") else raw
-    decoded, failed = _decode(raw, line_no, "line")
+    body = raw.removesuffix(b"\n")
+    body = body.removesuffix(b"\r")
+    ending = raw[len(body):].decode("ascii")
+    decoded, failed = _decode(body, line_no, "line")
     if failed:
+        failed.ending = ending
         return failed
     if fmt == "lines":
-        return Record(line_no, text=decoded)
+        return Record(line_no, text=decoded, ending=ending)
     if not decoded.strip():
         return None
     try:
@@ -218,11 +222,13 @@ class _Sink:
         self.state = {"consecutive_failures": 0}
 
     def flush(self, records, fmt):
-        for out, text in process_records(records, self.redactor, self.text_field, self.detect_only, self.summary,
-                                         self.state, self.on_error):
+        outputs = process_records(records, self.redactor, self.text_field, self.detect_only, self.summary, self.state,
+                                  self.on_error)
+        for record, (out, text) in zip(records, outputs):
             self.out_stream.write(_dumps(out) + b"\n")
             if self.text_out is not None:
-                self.text_out.write((text + ("\n" if fmt != "text" else "")).encode("utf-8", "surrogatepass"))
+                ending = record.ending if fmt == "lines" else "" if fmt == "text" else "\n"
+                self.text_out.write((text + ending).encode("utf-8", "surrogatepass"))
         self.out_stream.flush()
 
 
