@@ -643,6 +643,12 @@ def test_a_prediction_row_without_predictions_or_with_an_unknown_id_is_an_error(
     assert _run("--predictions", other_source, "--data", gold_file, "--source", "web")["meta"]["n_texts"] == 2
 
 
+def test_prediction_lines_past_the_gold_splits_last_row_are_an_error_not_passed_over(tmp_path, gold_file):
+    by_line = _write_jsonl(tmp_path / "lines.jsonl", [{"spans": []} for _ in range(4)])  # the split has three rows
+    with pytest.raises(SystemExit, match="has 4 lines without ids but the gold split has 3 rows: 1 lines match no"):
+        _run("--predictions", by_line, "--data", gold_file)
+
+
 def test_the_gold_ids_are_read_once_when_predictions_are_aligned_not_once_per_prediction():
     """Checking predictions for stray ids read every gold id again for each prediction: on a 4,658-row corpus
     rescoring the two halves of one saved report took two minutes, nearly all of it there."""

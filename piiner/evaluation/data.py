@@ -198,9 +198,10 @@ def prediction_spans(row):
 
 
 def align_predictions(gold_rows, pred_rows, pred_path, known_ids=None):
-    """The prediction row for each gold row: by ``id`` when every prediction has one, else by line. ``known_ids``
-    (every id of the gold split, before any --source or --limit) turns a prediction for an unknown id into an
-    error: predictions made on other data must not be scored."""
+    """The prediction row for each gold row: by ``id`` when every prediction has one, else by line. A prediction
+    that matches no row of the gold split is an error, never passed over: an id not in ``known_ids`` (every id of
+    the split, before any --source or --limit; the gold rows' ids when not given), or a line past the split's last
+    row. Predictions made on other data must not be scored."""
     if pred_rows and all("id" in p for p in pred_rows):
         by_id = {}
         for p in pred_rows:
@@ -210,12 +211,11 @@ def align_predictions(gold_rows, pred_rows, pred_path, known_ids=None):
         missing = [g["id"] for g in gold_rows if str(g["id"]) not in by_id]
         if missing:
             raise ValueError(f"{pred_path} has no prediction for {len(missing)} gold ids, e.g. {missing[:5]}")
-        if known_ids is not None:
-            known = {str(k) for k in known_ids}
-            unknown = [i for i in by_id if i not in known]
-            if unknown:
-                raise ValueError(f"{pred_path} has predictions for {len(unknown)} ids that are not in the gold data, "
-                                 f"e.g. {unknown[:5]}: were they made on another file?")
+        known = {str(k) for k in (known_ids if known_ids is not None else [g["id"] for g in gold_rows])}
+        unknown = [i for i in by_id if i not in known]
+        if unknown:
+            raise ValueError(f"{pred_path} has predictions for {len(unknown)} ids that are not in the gold data, "
+                             f"e.g. {unknown[:5]}: were they made on another file?")
         aligned = [by_id[str(g["id"])] for g in gold_rows]
     else:
         n_split = max((g["_row"] for g in gold_rows), default=-1) + 1
@@ -224,6 +224,10 @@ def align_predictions(gold_rows, pred_rows, pred_path, known_ids=None):
                 f"{pred_path} has {len(pred_rows)} lines without ids but the gold split needs {n_split}: "
                 "give every prediction the 'id' of its gold row, or one line per gold row in order"
             )
+        split_size = len(known_ids) if known_ids is not None else n_split
+        if len(pred_rows) > split_size:
+            raise ValueError(f"{pred_path} has {len(pred_rows)} lines without ids but the gold split has {split_size} "
+                             f"rows: {len(pred_rows) - split_size} lines match no gold row (made on another file?)")
         aligned = [pred_rows[g["_row"]] for g in gold_rows]
     for g, p in zip(gold_rows, aligned):
         if "text" in p and p["text"] != g["text"]:
