@@ -37,11 +37,13 @@ def test_ai4privacy_400k_merges_names_and_address_and_counts_every_defect():
     # A span that cannot be placed takes its record with it: kept, the record would teach that the value is not PII.
     assert not any(text.startswith("Ask John about it") for text in records)
     assert not any(text.startswith("Je m'appelle") for text in records)
-    assert audit.span_rejections["ai4privacy"] == {"overlap_dropped": 1, "value_mismatch": 1, "out_of_range": 1}
-    assert audit.record_rejections["ai4privacy"] == {"span_value_mismatch": 1, "span_out_of_range": 1}
+    assert audit.span_rejections["ai4privacy"] == {"overlap_dropped": 1, "out_of_range": 1}
+    # A label its map does not know takes its record with it: kept, its text would teach that the value is no PII.
+    assert not any(text.startswith("Password secret99") for text in records)
+    assert audit.record_rejections["ai4privacy"] == {"unknown_label:FAVOURITECOLOR": 1, "span_out_of_range": 1}
     notes = audit.notes["ai4privacy"]
     assert notes["skipped_non_english_row"] == 1
-    assert notes["unknown_label:FAVOURITECOLOR"] == 1 and notes["not_pii_label:TIME"] == 1
+    assert notes["not_pii_label:TIME"] == 1
     assert notes["trimmed_whitespace"] == 1
 
 
@@ -65,10 +67,8 @@ def test_nemotron_python_repr_spans_and_split_from_file_names():
     records, audit = load("nemotron", "nemotron")
     assert records["Patient Maria Garcia (MRN 00482913), SSN 512-44-1234, api key sk_live_abc."] == [
         ("Maria Garcia", "PERSON"), ("00482913", "MEDICAL_RECORD"), ("512-44-1234", "SSN")]
-    assert "Contact bob@corp.io; favourite food: pizza." not in records  # its value_mismatch span
-    assert audit.span_rejections["nemotron"] == {"value_mismatch": 1}
-    assert audit.record_rejections["nemotron"] == {"span_value_mismatch": 1}
-    assert audit.notes["nemotron"]["unknown_label:favourite_food"] == 1
+    assert "Contact bob@corp.io; favourite food: pizza." not in records  # its label favourite_food is unknown
+    assert audit.record_rejections["nemotron"] == {"unknown_label:favourite_food": 1}
     assert audit.notes["nemotron"]["not_pii_label:api_key"] == 1
 
 

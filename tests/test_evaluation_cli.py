@@ -716,3 +716,12 @@ def test_an_output_that_is_an_input_or_another_output_is_refused_and_nothing_is_
     assert exited.value.code == 2 and "would be written over" in capsys.readouterr().err
     assert {p: open(p).read() for p in before} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gold.jsonl", "p.jsonl"]
+
+
+def test_a_gold_row_without_spans_is_an_error_naming_its_line(tmp_path):
+    from piiner.evaluation.data import load_split
+
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{"id": "a", "text": "x", "spans": []}, {"id": "b", "text": "y"},
+                                                  {"id": "c", "text": "z", "labelled_types": []}])
+    with pytest.raises(ValueError, match=r"gold.jsonl:2: no 'spans' field"):
+        load_split(str(gold))

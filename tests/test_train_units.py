@@ -631,3 +631,22 @@ def test_every_shipped_recipe_parses(recipe):
     """A misspelt key or value in a recipe fails here, not at the start of someone's two-hour run."""
     _, _, args = parse_args(["--config", recipe])
     assert args.max_steps > 0 or args.num_train_epochs > 0
+
+
+def test_a_record_without_a_spans_field_is_rejected_not_read_as_free_of_pii():
+    import datasets
+
+    from piiner.pii_schema import PII_TYPES
+    from piiner.training.features import RecordCheck
+
+    records = datasets.Dataset.from_list([
+        {"id": "a", "text": "Mail a@b.com", "spans": [{"start": 5, "end": 12, "label": "EMAIL"}],
+         "labelled_types": None},
+        {"id": "b", "text": "Mail c@d.com", "spans": None, "labelled_types": None},
+        {"id": "c", "text": "nothing labelled here", "spans": None, "labelled_types": []},
+        {"id": "d", "text": "Mail e@f.com", "spans": [{"start": 5, "end": 12, "label": "FAVOURITE"}],
+         "labelled_types": None}])
+    check = RecordCheck("train")
+    kept = check(records, set(PII_TYPES))
+    assert kept["id"] == ["a", "c"]
+    assert check.rejected == {"no_spans_field": ["b"], "unknown_label": ["d"]}

@@ -109,6 +109,9 @@ def load_split(data, split="test"):
     for i, row in enumerate(rows):
         if not isinstance(row.get("text"), str):
             raise ValueError(f"{row['_where']}: needs a string 'text'")
+        if row.get("spans") is None and row.get("labelled_types") != []:
+            raise ValueError(f"{row['_where']}: no 'spans' field: a gold row lists its spans ([] for a text without "
+                             "PII), or says it labelled nothing (\"labelled_types\": [])")
         if not isinstance(row.get("spans") if row.get("spans") is not None else [], list):
             raise ValueError(f"{row['_where']}: 'spans' must be a list")
         problem = annotation_problem(row["text"], row, types=None)

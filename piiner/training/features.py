@@ -110,9 +110,12 @@ class RecordCheck:
         annotations = zip(*(records[f] for f in fields)) if fields else itertools.repeat(())
         for i, (record_id, text, spans, annotation) in enumerate(zip(records["id"], records["text"], records["spans"],
                                                                      annotations)):
+            annotation = dict(zip(fields, annotation))
+            # No spans field is no annotation, not a record free of PII: kept only where it says it labelled nothing.
+            problem = "no_spans_field" if spans is None and annotation.get("labelled_types") != [] else None
             spans = [] if spans is None else spans
-            problem = span_problem(text, spans, label_types) or annotation_problem(
-                text, dict(zip(fields, annotation)), label_types)
+            problem = problem or span_problem(text, spans, label_types) or annotation_problem(
+                text, annotation, label_types)
             if problem:
                 self.rejected.setdefault(problem, []).append(str(record_id))
                 continue

@@ -244,8 +244,8 @@ def row_id(row, split, index, keys=("uid", "id")):
 
 
 def offset_spans(source, field, label_map, normalize, audit, value_key=None):
-    """Spans with offsets from a list / JSON / repr ``field``, labels mapped; None when it cannot be parsed
-    (the record is rejected and counted)."""
+    """Spans with offsets from a list / JSON / repr ``field``, labels mapped; None when it cannot be parsed or holds a
+    label its map does not know (the record is rejected and counted)."""
     try:
         raw_spans = parse_list(field)
     except ValueError:
@@ -253,6 +253,10 @@ def offset_spans(source, field, label_map, normalize, audit, value_key=None):
         return None
     if not all(isinstance(span, dict) for span in raw_spans):
         audit.reject_record(source, "unparseable_spans")
+        return None
+    unknown = sorted({str(s.get("label")) for s in raw_spans if normalize(str(s.get("label"))) not in label_map})
+    if unknown:  # its text would become a negative for a type nobody decided on: the record goes, counted
+        audit.reject_record(source, f"unknown_label:{unknown[0]}")
         return None
     spans = []
     for span in raw_spans:
