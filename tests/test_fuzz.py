@@ -104,3 +104,66 @@ def test_data_prep_with_no_usable_row_says_so(tmp_path, rows):
     (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(ValueError, match="no record"):
         build(str(tmp_path / "out"), sources=["nemotron"], from_dirs={"nemotron": str(folder)}, verbose=False)
+
+
+def _kept_where_it_was(text, redacted, entities):
+    """Every character outside the entities stands in the redacted text where the entities' shifts put it."""
+    cursor, shift = 0, 0
+    for e in sorted(entities, key=lambda e: e["start"]):
+        assert redacted[cursor + shift:e["start"] + shift] == text[cursor:e["start"]]
+        shift = e["new_end"] - e["end"]
+        cursor = e["end"]
+    assert redacted[cursor + shift:] == text[cursor:]
+
+
+# Text with the shapes the recognizers and the regex detector look for, and the characters that have broken services
+# (lone surrogates, emoji, line separators, NUL).
+fuzz_text = st.text(alphabet=st.sampled_from(list("ab @.-:/0123456789\n\r\t😀\u2028\x00é")) | st.characters(),
+                    max_size=60)
+
+
+@SETTINGS
+@given(text=fuzz_text, endpoint=st.sampled_from(["detect", "redact"]))
+def test_the_service_gives_back_any_text_with_every_non_pii_character_where_it_was(service_client, text, endpoint):
+    response = service_client.post(f"/v1/{endpoint}", content=json.dumps({"text": text}),
+                                   headers={"content-type": "application/json"})
+    assert response.status_code in (200, 422), response.text
+    if response.status_code == 200 and endpoint == "redact":
+        result = response.json()
+        _kept_where_it_was(text, result["redacted_text"], result["entities"])
+    elif response.status_code == 200:
+        assert all(text[e["start"]:e["end"]] == e["word"] for e in response.json()["entities"])
+
+
+@pytest.fixture(scope="module")
+def service_client():
+    from fastapi.testclient import TestClient
+
+    from piiner.patterns import RegexDetector
+    from piiner.serve.app import create_app
+
+    with TestClient(create_app(RegexDetector(), "regex")) as client:
+        yield client
+
+
+@SETTINGS
+@given(lines=st.lists(st.tuples(fuzz_text.filter(lambda t: "\n" not in t and "\r" not in t),
+                                 st.sampled_from(["\n", "\r\n", ""])), max_size=5))
+def test_lines_format_round_trips_every_line_and_ending(tmp_path, lines):
+    lines = [(text, ending or "\n") for text, ending in lines[:-1]] + lines[-1:]  # only the last may lack one
+    lines = [line for line in lines if line != ("", "")]  # nothing at all after the last ending is no line
+    raw = "".join(text + ending for text, ending in lines).encode("utf-8", "surrogatepass")
+    source, records, text_out = tmp_path / "in.txt", tmp_path / "out.jsonl", tmp_path / "out.txt"
+    source.write_bytes(raw)
+    redact([str(source), "--detector", "regex", "--format", "lines", "-o", str(records), "--text-output",
+            str(text_out), "--no-progress"])
+    outputs = [json.loads(line) for line in records.read_text().splitlines()]
+    written = text_out.read_bytes().decode("utf-8", "surrogatepass")
+    assert len(outputs) == len(lines)
+    pieces = written.splitlines(keepends=True) if "\u2028" not in written and "\x85" not in written else None
+    for (text, ending), out in zip(lines, outputs):
+        if "error" in out:  # a line that is no valid UTF-8 (a lone surrogate) is a counted reject
+            continue
+        _kept_where_it_was(text, out["redacted_text"], out["entities"])
+    if pieces is not None and all("error" not in o for o in outputs):
+        assert written == "".join(o["redacted_text"] + e for o, (_, e) in zip(outputs, lines))
