@@ -156,3 +156,49 @@ ARBITRARY_GEN = SurrogateGenerator(KEY)
 def test_never_equal_on_arbitrary_unicode(value, pii_type):
     fake = ARBITRARY_GEN(value, pii_type)
     assert isinstance(fake, str) and fake.casefold() != value.casefold()
+
+
+def test_one_value_in_any_layout_or_case_gets_one_surrogate(gen):
+    spaced, dashed = gen("4111 1111 1111 1111", "CREDIT_CARD"), gen("4111-1111-1111-1111", "CREDIT_CARD")
+    assert spaced.replace(" ", "") == dashed.replace("-", "") and " " in spaced and "-" in dashed
+    assert gen("John.Smith@Example.com", "EMAIL") == gen("john.smith@example.com", "EMAIL")
+    assert gen("(212) 555-9916", "PHONE").translate(str.maketrans("", "", "() -")) == gen(
+        "212.555.9916", "PHONE").replace(".", "")
+
+
+def test_distinct_values_never_share_a_surrogate_and_none_is_a_value_of_the_same_text():
+    from piiner.deid.redact import Redactor
+
+    ages = [str(a) for a in range(30, 45)]
+    text = " ".join(f"age {a}" for a in ages)
+
+    def detector(texts):
+        return [[{"type": "AGE", "tier": 3, "score": 1.0, "start": m.start(), "end": m.end()}
+                 for m in re.finditer(r"\d+", t)] for t in texts]
+
+    result = Redactor(detector, mode="surrogate", key=b"k").redact(text)
+    fakes = [e["replacement"] for e in result.entities]
+    assert len(set(fakes)) == len(ages), "two ages share a surrogate"
+    assert not set(fakes) & set(ages), "a surrogate is another age of the same text"
+
+
+@pytest.mark.parametrize("value, pii_type, valid", [
+    ("612-40-8813", "SSN", "ssn"), ("4111 1111 1111 1111", "CREDIT_CARD", "luhn"),
+    ("GB82 WEST 1234 5698 7654 32", "IBAN", "iban"), ("user2@example.com", "EMAIL", "email"),
+    ("10.0.0.5", "IP_ADDRESS", "ip"), ("fe80::1ff:fe23:4567:890a", "IP_ADDRESS", "ip"),
+    ("98:2a:7c:01:ff:10", "DEVICE_ID", "mac"), ("982A.7C01.FF10", "DEVICE_ID", "mac"),
+    ("+44 20 7946 0958", "PHONE", "phone"), ("(212) 555-9916", "PHONE", "phone"),
+])
+def test_the_surrogate_of_a_valid_value_is_a_valid_value_of_the_same_type_and_layout(value, pii_type, valid):
+    from piiner.recognizers_piiner import VALIDATORS
+
+    for key in (b"a", b"b", b"c", b"d", b"e"):
+        fake = SurrogateGenerator(key)(value, pii_type)
+        assert fake != value and VALIDATORS[valid](fake), (value, fake)
+        assert [c.isdigit() or c.isalpha() for c in fake] == [c.isdigit() or c.isalpha() for c in value] or \
+            pii_type in ("EMAIL", "IP_ADDRESS")
+
+
+def test_a_base58_wallet_stays_in_its_alphabet(gen):
+    fake = gen("1BoatSLRHtKNngkdXEeobR76b53LETtpyT", "CRYPTO_WALLET")
+    assert len(fake) == 34 and fake[0] == "1" and not set(fake) & set("0OIl")

@@ -185,19 +185,19 @@ class Redactor:
 
     __call__ = redact
 
-    def replacement(self, word, pii_type):
+    def replacement(self, word, pii_type, text=""):
         if self.mode == "placeholder":
             return f"[{pii_type}]"
         if self.mode == "mask":
             return "*" * len(word)
         if self.mode == "hash":
             return f"[{pii_type}:{keyed_digest(self._key, 'hash', word).hex()[:HASH_HEX_CHARS]}]"
-        return self._surrogates(word, pii_type)
+        return self._surrogates(word, pii_type, avoid=text)
 
     def _apply(self, text, entities):
         pieces, cursor, shift = [], 0, 0
         for entity in entities:  # sorted and non-overlapping (merge_overlaps)
-            new = self.replacement(entity["word"], entity["type"])
+            new = self.replacement(entity["word"], entity["type"], text)
             pieces += [text[cursor:entity["start"]], new]
             entity["replacement"] = new
             entity["new_start"] = entity["start"] + shift

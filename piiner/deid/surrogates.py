@@ -239,12 +239,27 @@ def fake_street_address(value, rng, faker):
     return match_case(value, faker.street_address())
 
 
+BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
 def fake_crypto_wallet(value, rng, faker):
-    if not re.fullmatch(r"0[xX][0-9a-fA-F]+", value):
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", value):
+        return value[:2] + "".join(
+            rng.choice("0123456789ABCDEF" if c.isupper() else "0123456789abcdef") for c in value[2:])
+    if re.fullmatch(r"bc1[02-9ac-hj-np-z]+", value):  # bech32: its own alphabet, lower case
+        return "bc1" + "".join(rng.choice("023456789acdefghjklmnpqrstuvwxyz") for _ in value[3:])
+    if re.fullmatch(f"[{BASE58}]+", value):  # base58 (no 0, O, I or l): the version character kept
+        return value[0] + "".join(rng.choice(BASE58) for _ in value[1:])
+    return None
+
+
+def fake_hex_device(value, rng, faker):
+    """A MAC address (or any hex-and-separator identifier) as hex digits in the same case and layout."""
+    if not re.fullmatch(r"[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4}",
+                        value):
         return None
-    return value[:2] + "".join(
-        rng.choice("0123456789ABCDEF" if c.isupper() else "0123456789abcdef") for c in value[2:]
-    )
+    return "".join((rng.choice("0123456789ABCDEF") if c.isupper() else rng.choice("0123456789abcdef"))
+                   if c in string.hexdigits else c for c in value)
 
 
 # ---- dates ----------------------------------------------------------------------------------------------------
@@ -385,8 +400,37 @@ GENERATORS = {
     "ORGANIZATION": fake_organization,
     "STREET_ADDRESS": fake_street_address,
     "CRYPTO_WALLET": fake_crypto_wallet,
+    "DEVICE_ID": fake_hex_device,
     **{t: fake_category(t) for t in CATEGORY_VALUES},
 }
+
+
+def canonical_value(value, pii_type):
+    """What makes two values one thing: an e-mail address in any case; a card, phone, SSN or IBAN in any layout (its
+    digits and letters); a MAC address without its separators, in any case. The surrogate's seed is drawn from it, so
+    "4111 1111 1111 1111" and "4111-1111-1111-1111" get the same digits, each in its own layout."""
+    if pii_type == "EMAIL":
+        return value.casefold()
+    if pii_type in ("CREDIT_CARD", "PHONE", "SSN", "TAX_ID", "IBAN", "DEVICE_ID", "BANK_ACCOUNT"):
+        return re.sub(r"[\s().:+-]", "", value).upper()
+    return value
+
+
+def _stands_in(candidate, text):
+    return re.search(rf"(?<!\w){re.escape(candidate)}(?!\w)", text) is not None
+
+
+class _BoundedDict(dict):
+    """A dict that forgets its oldest entries past `size` (insertion order)."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def setdefault(self, key, value):
+        if key not in self and len(self) >= self.size:
+            del self[next(iter(self))]
+        return super().setdefault(key, value)
 
 
 class SurrogateGenerator:
@@ -411,14 +455,27 @@ class SurrogateGenerator:
         self._faker = Faker(locale)
         # Bounded, so a long stream keeps flat memory; the mapping is a pure function of the key anyway.
         self._cached = functools.lru_cache(maxsize=cache_size)(self._generate)
+        # Which value each surrogate was given to, so two values never share one (bounded like the cache).
+        self._issued = _BoundedDict(cache_size * 4)
 
-    def __call__(self, value, pii_type):
-        return self._cached(fold_width(value), pii_type)
-
-    def _generate(self, value, pii_type):
-        generator = GENERATORS.get(pii_type)
+    def __call__(self, value, pii_type, avoid=""):
+        """The surrogate of `value`; never one already given to another value by this generator, and never one that
+        stands in `avoid` (the text being redacted: "age 34 ... age 49" must not become "age 49 ... age 97")."""
+        value = fold_width(value)
+        canonical = canonical_value(value, pii_type)
+        if pii_type == "EMAIL":
+            value = canonical  # one address in any case: one surrogate
         for attempt in range(self.MAX_ATTEMPTS):
-            seed = int.from_bytes(keyed_digest(self._key, "surrogate", pii_type, value, str(attempt)), "big")
+            candidate = self._cached(value, pii_type, canonical, attempt)
+            owner = self._issued.setdefault((pii_type, candidate.casefold()), canonical)
+            if owner == canonical and not (avoid and _stands_in(candidate, avoid)):
+                return candidate
+        return candidate
+
+    def _generate(self, value, pii_type, canonical, first_attempt):
+        generator = GENERATORS.get(pii_type)
+        for attempt in range(first_attempt * self.MAX_ATTEMPTS, (first_attempt + 1) * self.MAX_ATTEMPTS):
+            seed = int.from_bytes(keyed_digest(self._key, "surrogate", pii_type, canonical, str(attempt)), "big")
             rng = random.Random(seed)
             self._faker.seed_instance(seed)
             candidate = generator(value, rng, self._faker) if generator else None
