@@ -34,7 +34,7 @@ def test_writes_dataset_dict_audit_and_per_source_test_files(built):
         assert os.path.getsize(built / name) > 0
     audit_md = (built / "audit.md").read_text()
     assert "imbalance ratio" in audit_md and "| presidio | decision | repaired_offset | 1 |" in audit_md
-    assert "| nemotron | span rejected | value_mismatch | 1 |" in audit_md
+    assert "| nemotron | record rejected | unknown_label:favourite_food | 1 |" in audit_md  # its record goes whole
     for source in ("synthetic", "presidio", "wnut17", "nemotron", "gretel_masking"):
         lines = (built / f"test_{source}.jsonl").read_text().splitlines()
         expected = sum(1 for r in ds["test"] if r["source"] == source)
