@@ -230,14 +230,14 @@ BUILTIN_RECOGNIZERS = (
     _builtin("EMAIL", r"(?<![\w.%+'-])[A-Za-z0-9._%+'-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![\w-])",
              1.0, "email"),
     _builtin("URL", r"(?i)\b(?:(?:https?|ftp)://|www\.)[^\s<>\"'`]+", 0.9, "url"),
-    _builtin("CREDIT_CARD", r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])", 1.0, "card",
+    _builtin("CREDIT_CARD", r"(?<![\d.-])\d(?:[ .-]?\d){12,18}(?![\d-]|\.\d)", 1.0, "card",
              ("card", "credit", "visa", "mastercard", "amex", "debit")),
     _builtin("IBAN", r"(?i)\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", 1.0, "iban"),
     _builtin("IP_ADDRESS", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)", 0.95, "ip"),
     _builtin("IP_ADDRESS", rf"(?<![\w:])(?:(?:{_HEX4}:){{7}}{_HEX4}|(?:{_HEX4}:){{1,7}}:(?:{_HEX4}(?::{_HEX4}){{0,6}})?"
              rf"|::(?:{_HEX4}(?::{_HEX4}){{0,6}}))(?![\w:])", 0.95, "ip"),
     _builtin("DEVICE_ID", r"(?<![\w:.-])(?:[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}"
-             r"|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4})(?![\w:-])", 0.9, "mac", ("mac", "device", "hardware")),
+             r"|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4})(?![\w:-]|\.\w)", 0.9, "mac", ("mac", "device", "hardware")),
     _builtin("SSN", r"(?<![\d.-])\d{3}([- .])\d{2}\1\d{4}(?![\d-]|\.\d)", 0.85, "ssn", _SSN_CONTEXT),
     _builtin("SSN", r"(?<![\d.-])\d{9}(?![\d-]|\.\d)", 0.85, "ssn", _SSN_CONTEXT, context_required=True),
     _builtin("PHONE", r"(?<![\w+.-])(?:\+?1[ .-]?)?(?:\(\d{3}\)[ .-]?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\w-]|\.\d)",

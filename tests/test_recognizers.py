@@ -172,3 +172,10 @@ def test_an_entity_is_found_whole_at_every_word_boundary_across_windows_and_para
     texts = [" ".join(words[:i] + [entity] + words[i:]) for i in range(len(words) + 1)]
     for text, entities in zip(texts, pipe(texts, batch_size=8)):
         assert [(e["word"], e["type"]) for e in entities if e["type"] == kind] == alone, text
+
+
+def test_a_card_written_with_dots_is_one_card_not_a_mac_address_and_a_number(pipe):
+    """The dotted MAC layout (xxxx.xxxx.xxxx) took the first twelve digits of "5564.1188.7683.8209"."""
+    got = [(e["word"], e["type"]) for e in pipe("pay with card no. 5564.1188.7683.8209 (exp 04/29)")
+           if e["source"] == "builtin"]
+    assert got == [("5564.1188.7683.8209", "CREDIT_CARD")]
