@@ -6,19 +6,13 @@ import bisect
 import operator
 import re
 
-from piiner.checksums import fold_width, iban_valid, luhn_valid
+from piiner.checksums import fold_width, iban_valid
+from piiner.recognizers_piiner import card_issuer_valid, ssn_valid  # the one statement of each check
 from piiner.pii_schema import TIER_OF
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Checksums: a regex alone matches any 16 digits; the check digit is what makes a card number a card number.
-
-
-def ssn_valid(ssn):
-    """US SSN rules: area not 000, 666 or 9xx; group not 00; serial not 0000."""
-    digits = re.sub(r"\D", "", ssn)
-    area, group, serial = digits[:3], digits[3:5], digits[5:]
-    return area not in ("000", "666") and area[0] != "9" and group != "00" and serial != "0000"
 
 
 def ipv4_valid(ip):
@@ -50,21 +44,6 @@ _STREET_AFTER = re.compile(
 _BIRTH_CONTEXT = re.compile(r"(?:born|birth|dob|d\.o\.b\.?|birthday)\b[^\n]{0,15}$", re.IGNORECASE)
 
 
-def _card_issuer_ok(number):
-    """Lengths and leading digits (IIN ranges) of the major card networks, then Luhn."""
-    d = re.sub(r"\D", "", number)
-    n = len(d)
-    ok = (
-        (d[0] == "4" and n in (13, 16, 19))
-        or ((51 <= int(d[:2]) <= 55 or 2221 <= int(d[:4]) <= 2720) and n == 16)
-        or (d[:2] in ("34", "37") and n == 15)
-        or ((d.startswith("6011") or d.startswith("65") or 644 <= int(d[:3]) <= 649) and 16 <= n <= 19)
-        or ((d[:2] in ("36", "38") or 300 <= int(d[:3]) <= 305) and n == 14)
-        or (3528 <= int(d[:4]) <= 3589 and 16 <= n <= 19)
-    )
-    return ok and luhn_valid(d)
-
-
 def _check(predicate):
     """Refiner that keeps a match when ``predicate(matched_text)`` holds."""
     return lambda text, start, end, span_type: span_type if predicate(text[start:end]) else None
@@ -94,7 +73,7 @@ PATTERNS = [
      None),
     ("IBAN", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", re.IGNORECASE),
      _check(iban_valid)),
-    ("CREDIT_CARD", re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])"), _check(_card_issuer_ok)),
+    ("CREDIT_CARD", re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])"), _check(card_issuer_valid)),
     ("SSN", re.compile(r"(?<![\d-])\d{3}([- ])\d{2}\1\d{4}(?![\d-])"), _check(ssn_valid)),
     ("SSN", re.compile(r"(?<=SSN)[:#\s]*(?P<value>\d{9})\b", re.IGNORECASE), _check(ssn_valid)),
     ("IP_ADDRESS", re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])"), _check(ipv4_valid)),
