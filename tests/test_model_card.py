@@ -169,3 +169,14 @@ def test_lead_reports_open_the_results_table(tmp_path, config):
     # Another model's score is shown, never claimed in this model's model-index.
     datasets = {r.dataset_name for r in validate_card(content).data.eval_results}
     assert "validation" in datasets and "btc, out of source" not in datasets
+
+
+def test_card_loads_everything_with_trust_remote_code(config):
+    # AutoTokenizer reads the config before the tokenizer, and the config class is the repository's code: a
+    # `from_pretrained` without trust_remote_code=True in the card stops a user's script at a y/N prompt.
+    import re
+
+    body = ModelCard(render_model_card(config, REPORTS, data_sources=["presidio"], repo_id="acme/piiner-small")).text
+    calls = re.findall(r"(?:from_pretrained|pipeline)\((.*?)\)", body, flags=re.S)
+    assert len(calls) >= 3
+    assert all("trust_remote_code=True" in call for call in calls), calls

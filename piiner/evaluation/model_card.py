@@ -198,12 +198,9 @@ tokenizers other than 0.23.1 and 0.23.2, which cut a long text's windows short (
 saying so rather than leave the rest of the text unread).
 
 ```python
-from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
+from transformers import pipeline
 
 repo, revision = "{repo}", "{rev}"
-model = AutoModelForTokenClassification.from_pretrained(repo, revision=revision, trust_remote_code=True)
-tokenizer = AutoTokenizer.from_pretrained(repo, revision=revision)
-
 tagger = pipeline("token-classification", model=repo, revision=revision, trust_remote_code=True)
 for entity in tagger("Call John Smith at (555) 010-4477 or john.smith@example.com."):
     print(entity["type"], entity["tier"], round(entity["score"], 3), entity["start"], entity["end"], entity["word"])
@@ -211,6 +208,12 @@ for entity in tagger("Call John Smith at (555) 010-4477 or john.smith@example.co
 
 Each entity is a whole span with exact character offsets into the input (`text[start:end] == word`), its PII
 `type`, its sensitivity `tier` (1 = most sensitive) and a confidence `score`.
+
+The model and its tokenizer load alone the same way: `AutoModelForTokenClassification.from_pretrained(repo,
+revision=revision, trust_remote_code=True)`, and `AutoTokenizer.from_pretrained(repo, revision=revision,
+trust_remote_code=True)`. The tokenizer is a plain BERT one, but transformers reads the model's config first to
+choose it, and the config's class is the repository's code: without `trust_remote_code=True` it asks "Do you wish
+to run the custom code?" and waits.
 
 The code needs torch, transformers and numba (the CRF's compiled CPU decode; the first call in a new environment
 spends a few seconds compiling it)."""
