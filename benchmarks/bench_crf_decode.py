@@ -14,10 +14,10 @@ import torch
 
 from bench_inference import _load_tokenizer, make_documents, set_threads  # noqa: E402
 
-from piiner.crf_numba import crf_decode_cpu  # noqa: E402
-from piiner.crf_piiner import crf_marginals, viterbi_decode  # noqa: E402
-from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions  # noqa: E402
-from piiner.encoding_piiner import encode_texts  # noqa: E402
+from piiner.hub.crf_numba import crf_decode_cpu  # noqa: E402
+from piiner.hub.crf_piiner import crf_marginals, viterbi_decode  # noqa: E402
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification, crf_positions  # noqa: E402
+from piiner.hub.encoding_piiner import encode_texts  # noqa: E402
 
 
 def decode_inputs(model, tokenizer, batch, doc_chars):

@@ -140,7 +140,7 @@ def peak_rss_mb() -> float | None:
 
 
 def _window_args(tokenizer, config):
-    from piiner.encoding_piiner import default_max_length
+    from piiner.hub.encoding_piiner import default_max_length
 
     max_length = default_max_length(tokenizer, config)
     return max_length, max_length // 4
@@ -150,8 +150,8 @@ def build_system(name: str, model_dir: str, onnx_dir: str, backbone: str, thread
     import torch
 
     if name == "piiner":
-        from piiner.modeling_piiner import PiiNerForTokenClassification
-        from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+        from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+        from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
 
         model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
         pipe = PiiNerTokenClassificationPipeline(model=model, tokenizer=_load_tokenizer(model_dir, model.config))
@@ -159,7 +159,7 @@ def build_system(name: str, model_dir: str, onnx_dir: str, backbone: str, thread
     if name in ("plain", "bert-base"):
         from transformers import AutoModelForTokenClassification, AutoTokenizer, BertConfig
 
-        from piiner.configuration_piiner import PiiNerConfig
+        from piiner.hub.configuration_piiner import PiiNerConfig
 
         tokenizer = AutoTokenizer.from_pretrained(backbone)
         if name == "plain":
@@ -182,7 +182,7 @@ def build_system(name: str, model_dir: str, onnx_dir: str, backbone: str, thread
 
         return run
     if name == "presidio":
-        from piiner.evaluation.baselines import PresidioBaseline
+        from piiner.baselines.systems import PresidioBaseline
 
         return PresidioBaseline().predict
     if name.startswith("onnx-"):
@@ -206,7 +206,7 @@ def system_available(name: str) -> str | None:
     """None when the system can run here, else why not."""
     if name == "presidio":
         try:
-            from piiner.evaluation.baselines import SPACY_MODELS, BaselineUnavailable, _installed_spacy_model
+            from piiner.baselines.systems import SPACY_MODELS, BaselineUnavailable, _installed_spacy_model
 
             import presidio_analyzer  # noqa: F401
 
@@ -305,9 +305,9 @@ def head_cost(model_dir, backbone, doc_chars=1200, batch=32, repeats=5, threads=
     import torch
     from transformers import AutoModelForTokenClassification
 
-    from piiner.crf_numba import crf_decode_cpu
-    from piiner.modeling_piiner import PiiNerForTokenClassification, crf_positions
-    from piiner.encoding_piiner import encode_texts
+    from piiner.hub.crf_numba import crf_decode_cpu
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification, crf_positions
+    from piiner.hub.encoding_piiner import encode_texts
 
     set_threads(threads)
     torch.manual_seed(0)
@@ -364,8 +364,8 @@ def pipeline_overhead(model_dir, doc_chars=1200, batches=BATCHES, docs=32, profi
 
     import torch
 
-    from piiner.modeling_piiner import PiiNerForTokenClassification
-    from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
 
     set_threads(threads)
     torch.manual_seed(0)
@@ -398,8 +398,8 @@ def check_onnx_equal(model_dir, onnx_dir, n_texts, batch=32, seed=1):
     import torch
 
     from piiner.export.onnx_runtime import OnnxPiiNer
-    from piiner.modeling_piiner import PiiNerForTokenClassification
-    from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
 
     torch.manual_seed(0)
     rng = random.Random(seed)
@@ -425,7 +425,7 @@ def save_random_head(backbone: str, model_dir: str) -> str:
     import torch
     from transformers import AutoTokenizer
 
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     torch.manual_seed(0)
     PiiNerForTokenClassification.from_backbone(backbone).save_pretrained(model_dir)
@@ -439,7 +439,7 @@ def prepare_model(args, workdir: Path) -> tuple[str, str]:
 
     from piiner.export.onnx_export import export_onnx
     from piiner.export.quantize import INT8_ONNX_FILE, quantize_int8
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     model_dir = args.model or save_random_head(args.backbone, str(workdir / "model"))
     onnx_dir = args.onnx_dir or str(workdir / "onnx")

@@ -8,7 +8,7 @@ of postprocess should stay level down the table).
     .venv/bin/python benchmarks/bench_long_text.py --full-width             # commas written full width, as in
                                                                             # text typed with an East Asian IME
 
-The pipeline is this checkout's (`piiner.pipeline_piiner`), whatever Hub files the model folder holds.
+The pipeline is this checkout's (`piiner.hub.pipeline_piiner`), whatever Hub files the model folder holds.
 """
 
 import argparse
@@ -27,8 +27,8 @@ SIZES = (20_000, 100_000, 400_000)
 
 def timed_pipeline(model_dir):
     """(pipeline, postprocess seconds of its last call) with the pipeline's postprocess timed."""
-    from piiner.modeling_piiner import PiiNerForTokenClassification
-    from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
 
     model = PiiNerForTokenClassification.from_pretrained(model_dir).eval()
     pipe = PiiNerTokenClassificationPipeline(model=model, tokenizer=_load_tokenizer(model_dir, model.config))

@@ -18,8 +18,8 @@ import torch
 
 from transformers import AutoConfig  # noqa: E402
 
-from piiner.configuration_piiner import PiiNerConfig  # noqa: E402
-from piiner.modeling_piiner import PiiNerForTokenClassification  # noqa: E402
+from piiner.hub.configuration_piiner import PiiNerConfig  # noqa: E402
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification  # noqa: E402
 
 
 def encoder_config(name):

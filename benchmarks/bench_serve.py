@@ -97,7 +97,7 @@ def main(argv=None):
         pipe = load_pipeline(args.model)
         detector = lambda batch: pipe(batch, batch_size=args.max_batch_texts)  # noqa: E731
     else:
-        from piiner.patterns import RegexDetector
+        from piiner.baselines.regex import RegexDetector
 
         detector = RegexDetector()
     bodies = [{"text": t} for t in texts(args.requests, args.chars)]

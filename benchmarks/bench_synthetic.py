@@ -15,7 +15,7 @@ import time
 from piiner.data_prep.audit import Audit  # noqa: E402
 from piiner.data_prep.records import clean_record  # noqa: E402
 from piiner.data_prep.synthetic import SyntheticGenerator  # noqa: E402
-from piiner.pii_schema import PII_TYPES  # noqa: E402
+from piiner.hub.pii_schema import PII_TYPES  # noqa: E402
 
 
 def main(argv=None):

@@ -20,9 +20,9 @@ import torch
 
 from transformers import AutoModelForTokenClassification, AutoTokenizer  # noqa: E402
 
-from piiner.modeling_piiner import PiiNerForTokenClassification  # noqa: E402
-from piiner.pii_schema import LABEL2ID  # noqa: E402
-from piiner.encoding_piiner import encode_texts  # noqa: E402
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification  # noqa: E402
+from piiner.hub.pii_schema import LABEL2ID  # noqa: E402
+from piiner.hub.encoding_piiner import encode_texts  # noqa: E402
 from piiner.training.args import resolve_backbone  # noqa: E402
 from piiner.training.args import DEFAULT_TIER_WEIGHTS  # noqa: E402
 from piiner.training.class_weights import label_weight_table, token_weights  # noqa: E402

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from piiner.crf_numba import crf_decode_cpu, marginals_cpu, viterbi_cpu
-from piiner.pii_schema import LABELS
+from piiner.hub.crf_numba import crf_decode_cpu, marginals_cpu, viterbi_cpu
+from piiner.hub.pii_schema import LABELS
 
-from piiner.crf_piiner import (
+from piiner.hub.crf_piiner import (
     FORBIDDEN_SCORE,
     PiiNerCRF,
     bio_constraints,

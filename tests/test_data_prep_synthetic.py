@@ -10,7 +10,7 @@ from piiner.data_prep.audit import Audit
 from piiner.data_prep.records import check_record, clean_record
 from piiner.data_prep.synthetic import SyntheticGenerator, all_templates
 from piiner.data_prep.synthetic import values
-from piiner.pii_schema import PII_TYPES
+from piiner.hub.pii_schema import PII_TYPES
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import piiner.deid.cli as cli
 from conftest import build_tiny_tokenizer, tiny_bert_config
 from piiner.deid import Redactor
 from test_deid_redact import MESSY_CHARS
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 from piiner.snapshot import SnapshotError
 
 

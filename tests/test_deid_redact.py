@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from piiner.deid import Redactor, redact
 from piiner.deid.redact import merge_overlaps
-from piiner.pii_schema import PII_TYPES, TIER_OF
+from piiner.hub.pii_schema import PII_TYPES, TIER_OF
 
 
 def ent(pii_type, start, end, score=0.9, **extra):

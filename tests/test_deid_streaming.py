@@ -7,7 +7,7 @@ import json
 import pytest
 
 from piiner.deid import Redactor
-from piiner.patterns import RegexDetector
+from piiner.baselines.regex import RegexDetector
 from piiner.deid.streaming import StreamFailure, redact_stream
 
 

@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from piiner.deid.surrogates import SurrogateGenerator, iban_valid, luhn_check_digit, luhn_valid
-from piiner.pii_schema import PII_TYPES
+from piiner.hub.pii_schema import PII_TYPES
 
 KEY = b"test key"
 
@@ -190,7 +190,7 @@ def test_distinct_values_never_share_a_surrogate_and_none_is_a_value_of_the_same
     ("+44 20 7946 0958", "PHONE", "phone"), ("(212) 555-9916", "PHONE", "phone"),
 ])
 def test_the_surrogate_of_a_valid_value_is_a_valid_value_of_the_same_type_and_layout(value, pii_type, valid):
-    from piiner.recognizers_piiner import VALIDATORS
+    from piiner.hub.recognizers_piiner import VALIDATORS
 
     for key in (b"a", b"b", b"c", b"d", b"e"):
         fake = SurrogateGenerator(key)(value, pii_type)

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from transformers import BertConfig
 
 from conftest import TINY_VOCAB, OverflowStopsEarly, build_tiny_tokenizer
-from piiner.checksums import fold_width
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.decoding_piiner import decode_entities, merge_windows
-from piiner.encoding_piiner import (
+from piiner.hub.checksums import fold_width
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.decoding_piiner import decode_entities, merge_windows
+from piiner.hub.encoding_piiner import (
     HASHED_CHAR_BUCKETS,
     _WordIndex,
     default_max_length,
@@ -23,7 +23,7 @@ from piiner.encoding_piiner import (
     paragraphs,
     token_char_ids,
 )
-from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
+from piiner.hub.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 
 CONFIG = PiiNerConfig()
 VOCAB = CONFIG.char_vocab_size
@@ -488,8 +488,8 @@ def _checked_middle_token(text, offsets, labels, ranked, **checks):
     the best path tags the middle token with ranked[0]; returns the entities of `checked_window` on it."""
     import numpy as np
 
-    from piiner.crf_numba import crf_decode_cpu
-    from piiner.decoding_piiner import checked_window
+    from piiner.hub.crf_numba import crf_decode_cpu
+    from piiner.hub.decoding_piiner import checked_window
 
     probs = np.full((3, len(labels)), 0.01)
     probs[[0, 2], 0] = 0.94
@@ -538,7 +538,7 @@ def test_an_ip_address_written_with_its_port_keeps_the_address(written, expected
 def test_a_texts_windows_fold_its_full_width_forms_once(monkeypatch):
     """Each fold of a text that holds a full-width form copies the whole text: once per window made a long text's
     checks quadratic in its length."""
-    import piiner.decoding_piiner as decoding
+    import piiner.hub.decoding_piiner as decoding
 
     folds = []
     monkeypatch.setattr(decoding, "fold_width", lambda text, *args: folds.append(len(text)) or fold_width(text, *args))
@@ -603,7 +603,7 @@ def test_a_texts_paragraphs_are_read_once_however_many_names_are_checked(monkeyp
     """The case check asks, for every name in every window, whether its paragraph mixes upper and lower case: a
     long document with many names must not be read again from its start for each one (that made decoding grow with
     the square of the text: 17 ms per name on 200,000 characters)."""
-    from piiner import decoding_piiner
+    from piiner.hub import decoding_piiner
 
     calls = []
     monkeypatch.setattr(decoding_piiner, "paragraphs", lambda text: calls.append(1) or paragraphs(text))
@@ -633,8 +633,8 @@ def test_a_span_is_decoded_again_until_its_type_passes_however_many_types_fail_f
     decode left (the rounds were capped at four, the last unchecked)."""
     import numpy as np
 
-    from piiner.crf_numba import crf_decode_cpu
-    from piiner.decoding_piiner import checked_window
+    from piiner.hub.crf_numba import crf_decode_cpu
+    from piiner.hub.decoding_piiner import checked_window
 
     kinds = ("IP_ADDRESS", "CREDIT_CARD", "ORGANIZATION", "LOCATION", "PERSON", "SSN")
     labels = {0: "O", **{1 + 2 * i + j: f"{bio}-{kind}" for i, kind in enumerate(kinds) for j, bio in enumerate("BI")}}
@@ -659,9 +659,9 @@ def _checked_tokens(text, offsets, tags, runner_up, labels=CASED_LABELS, **check
     first (0.6) and `runner_up` second (0.3); returns the entities of `checked_window` on them."""
     import numpy as np
 
-    from piiner.crf_numba import crf_decode_cpu
-    from piiner.crf_piiner import PiiNerCRF
-    from piiner.decoding_piiner import checked_window
+    from piiner.hub.crf_numba import crf_decode_cpu
+    from piiner.hub.crf_piiner import PiiNerCRF
+    from piiner.hub.decoding_piiner import checked_window
 
     probs = np.full((len(offsets), len(labels)), 0.01)
     for i, (first, second) in enumerate(zip(tags, runner_up)):
@@ -779,7 +779,7 @@ def test_a_phone_number_holds_no_word_of_letters_but_an_extension_marker(text, t
 def test_a_long_word_in_a_phone_number_is_tested_once_not_once_per_token(monkeypatch):
     """The word of each token in a PHONE entity is read whole to test it: once per word, so that a long run of
     characters without a space (a base64 blob) costs its length, not its length times its tokens."""
-    import piiner.decoding_piiner as decoding
+    import piiner.hub.decoding_piiner as decoding
 
     tested = []
     phone_word = decoding.DIGIT_TYPES["PHONE"]
@@ -797,7 +797,7 @@ def test_a_long_word_in_a_phone_number_is_tested_once_not_once_per_token(monkeyp
 @given(st.text(alphabet="a1- \n", max_size=40), st.lists(st.integers(0, 40), max_size=16))
 @settings(max_examples=300, deadline=None)
 def test_the_words_around_tokens_are_read_outward_from_each_token(text, cuts):
-    from piiner.decoding_piiner import _words_around
+    from piiner.hub.decoding_piiner import _words_around
 
     cuts = sorted({c for c in cuts if c <= len(text)})
     pairs = [(s, e) for s, e in zip(cuts, cuts[1:])]  # consecutive tokens, spaces inside some

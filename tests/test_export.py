@@ -12,10 +12,10 @@ from transformers import pipeline
 from piiner.export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx, graph_inputs
 from piiner.export.onnx_runtime import OnnxPiiNer
 from piiner.export.quantize import quantize_int8
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.modeling_piiner import PiiNerForTokenClassification
-from piiner.pii_schema import LABELS, PII_TYPES
-from piiner.encoding_piiner import WindowCoverageError, encode_texts
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+from piiner.hub.pii_schema import LABELS, PII_TYPES
+from piiner.hub.encoding_piiner import WindowCoverageError, encode_texts
 
 
 TEXTS = [

@@ -139,7 +139,7 @@ def test_the_service_gives_back_any_text_with_every_non_pii_character_where_it_w
 def service_client():
     from fastapi.testclient import TestClient
 
-    from piiner.patterns import RegexDetector
+    from piiner.baselines.regex import RegexDetector
     from piiner.serve.app import create_app
 
     with TestClient(create_app(RegexDetector(), "regex")) as client:

@@ -16,7 +16,7 @@ from test_modeling import make_model, perturbed
 from test_train import train_argv, write_run_inputs
 from transformers import pipeline
 
-from piiner.encoding_piiner import encode_texts
+from piiner.hub.encoding_piiner import encode_texts
 from piiner.training.trainer import first_non_finite
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -96,7 +96,7 @@ def test_single_gpu_launch_config_trains_and_saves(tmp_path, precision):
     backbone, data = write_run_inputs(str(tmp_path))
     out = str(tmp_path / "run")
     command = [os.path.join(os.path.dirname(sys.executable), "accelerate"), "launch", "--config_file",
-               os.path.join(REPO_ROOT, "accelerate_configs", "single_gpu.yaml"), "-m", "piiner.train",
+               os.path.join(REPO_ROOT, "accelerate_configs", "single_gpu.yaml"), "-m", "piiner.training.train",
                *train_argv(backbone, data, out, "--use_cpu", "false", "--test_split", "none", *precision)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     result = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)

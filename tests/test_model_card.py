@@ -8,7 +8,7 @@ from huggingface_hub import ModelCard
 from conftest import tiny_bert_config
 from piiner.evaluation.metrics import span_metrics
 from piiner.evaluation.model_card import render_model_card, validate_card, write_model_card
-from piiner.configuration_piiner import MIN_TRANSFORMERS, PiiNerConfig
+from piiner.hub.configuration_piiner import MIN_TRANSFORMERS, PiiNerConfig
 
 
 def _report(gold, pred, **meta):

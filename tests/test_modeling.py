@@ -5,10 +5,10 @@ import torch
 from conftest import tiny_bert_config
 from transformers import AutoModel
 
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.crf_piiner import bio_constraints
-from piiner.modeling_piiner import PiiNerCharCNN, PiiNerForTokenClassification, PiiNerModel
-from piiner.pii_schema import LABEL2ID
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.crf_piiner import bio_constraints
+from piiner.hub.modeling_piiner import PiiNerCharCNN, PiiNerForTokenClassification, PiiNerModel
+from piiner.hub.pii_schema import LABEL2ID
 
 
 def make_model(encoder_config, seed=0, **overrides):
@@ -68,7 +68,7 @@ def test_decode_returns_a_valid_path_and_leaves_the_logits_as_they_are(tiny_enco
 def test_inference_decode_equals_the_torch_reference(tiny_encoder_config, monkeypatch):
     """Under no_grad on the CPU the CRF decodes with `crf_decode_cpu` (compiled loops); with gradients on, with
     the torch functions. Same tags, same confidences."""
-    import piiner.modeling_piiner as modeling
+    import piiner.hub.modeling_piiner as modeling
 
     calls = []
     cpu_decode = modeling.crf_decode_cpu
@@ -328,7 +328,7 @@ def test_char_cnn_equals_a_convolution_per_kernel_pooled_over_the_words_windows(
 
 
 def test_distinct_rows_groups_exactly_and_survives_hash_collisions(monkeypatch):
-    import piiner.modeling_piiner as modeling
+    import piiner.hub.modeling_piiner as modeling
 
     rows = torch.tensor([[5, 6, 0], [5, 6, 0], [7, 0, 0], [5, 6, 0], [6, 5, 0], [7, 0, 0]])
     distinct, inverse = modeling.distinct_rows(rows)
@@ -357,7 +357,7 @@ def test_config_leaves_the_attention_of_a_given_encoder_config_alone():
 def test_ablation_variants_train_and_decode(fusion, use_crf):
     """The architecture ablations: char features added without a gate, no char CNN at all, no CRF (independent
     per-token softmaxes, the CRF code with zero unconstrained transitions)."""
-    from piiner.crf_piiner import crf_log_partition  # noqa: F401  (the same functions serve every variant)
+    from piiner.hub.crf_piiner import crf_log_partition  # noqa: F401  (the same functions serve every variant)
 
     torch.manual_seed(0)
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config(), fusion=fusion,

@@ -11,10 +11,10 @@ import torch
 from transformers.utils import ModelOutput
 
 from conftest import TINY_VOCAB, OverflowStopsEarly, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.modeling_piiner import PiiNerForTokenClassification
-from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
-from piiner.encoding_piiner import WindowCoverageError, encode_texts
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
+from piiner.hub.encoding_piiner import WindowCoverageError, encode_texts
 
 JOHN, SMITH = TINY_VOCAB.index("john"), TINY_VOCAB.index("smith")
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 from conftest import build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
 
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.modeling_piiner import PiiNerForTokenClassification
-from piiner.pipeline_piiner import PiiNerTokenClassificationPipeline
-from piiner.recognizers_piiner import (
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
+from piiner.hub.recognizers_piiner import (
     RecognizerError, card_issuer_valid, email_valid, evidence_from, mac_valid, phone_valid, ssn_valid)
 
 

@@ -15,8 +15,8 @@ import pytest
 import torch
 from conftest import REPO_ROOT, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config, tiny_deberta_config
 
-from piiner.configuration_piiner import MIN_TRANSFORMERS, PiiNerConfig
-from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.hub.configuration_piiner import MIN_TRANSFORMERS, PiiNerConfig
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 from piiner.training.hub import code_files
 
 CHECKS = r'''
@@ -92,13 +92,22 @@ print("REPORT " + json.dumps(report))
 
 SNAPSHOT_CODE = {
     "configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "crf_numba.py", "pii_schema.py",
-    "pipeline_piiner.py", "encoding_piiner.py", "decoding_piiner.py", "checksums.py",
+    "pipeline_piiner.py", "encoding_piiner.py", "decoding_piiner.py", "checksums.py", "recognizers_piiner.py",
 }
 
 
 def expected_code_files():
     """The Hub files a snapshot must carry."""
     return SNAPSHOT_CODE
+
+
+def test_the_hub_folder_is_exactly_what_ships_with_the_weights():
+    # piiner/hub is the model a user downloads: a file there that the model does not import would be a file the
+    # Hub repo lacks, and a shipped file outside it would be a model that imports the package around it.
+    hub = os.path.join(REPO_ROOT, "piiner", "hub")
+    here = {name for name in os.listdir(hub) if name.endswith(".py") and name != "__init__.py"}
+    assert here == {os.path.basename(path) for path in code_files()} == SNAPSHOT_CODE
+    assert {os.path.dirname(path) for path in code_files()} == {hub}
 
 
 def fixed_inputs():

@@ -1,7 +1,7 @@
 import json
 
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.pii_schema import LABELS, PII_TYPES, TIER_OF, TIER_TYPES, split_label
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.pii_schema import LABELS, PII_TYPES, TIER_OF, TIER_TYPES, split_label
 
 from conftest import tiny_bert_config
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from piiner.patterns import RegexDetector
+from piiner.baselines.regex import RegexDetector
 from piiner.serve.app import Settings, create_app
 
 TEXT = "Mail a@b.com or call 555-201-3344, SSN 123-45-6789."

@@ -28,7 +28,7 @@ def service():
         pipe = load_pipeline(model)
         app = create_app(lambda texts: pipe(texts, batch_size=8), model)
     else:
-        from piiner.patterns import RegexDetector
+        from piiner.baselines.regex import RegexDetector
 
         app = create_app(RegexDetector(), "regex")
     with socket.socket() as s:

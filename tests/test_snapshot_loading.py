@@ -10,12 +10,12 @@ from conftest import build_tiny_tokenizer, tiny_bert_config
 from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoModelForTokenClassification, pipeline
 
-from piiner.configuration_piiner import PiiNerConfig
+from piiner.hub.configuration_piiner import PiiNerConfig
 from piiner.deid import Redactor
 from piiner.deid.cli import main as redact_main
 from piiner.evaluation.cli import main as evaluate_main
 from piiner.export.cli import main as export_main
-from piiner.modeling_piiner import IncompleteCheckpointError, PiiNerForTokenClassification
+from piiner.hub.modeling_piiner import IncompleteCheckpointError, PiiNerForTokenClassification
 from piiner.snapshot import SnapshotError
 
 

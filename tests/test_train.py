@@ -14,10 +14,10 @@ from conftest import REPO_ROOT, OverflowStopsEarly, build_tiny_tokenizer, env_wi
 from safetensors.torch import load_file
 from transformers import BertModel, TrainerCallback
 
-from piiner.modeling_piiner import PiiNerForTokenClassification
-from piiner.pii_schema import LABELS, TIER_OF
-import piiner.train as train_module
-from piiner.train import main
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+from piiner.hub.pii_schema import LABELS, TIER_OF
+import piiner.training.train as train_module
+from piiner.training.train import main
 from piiner.training.args import parse_args
 from piiner.training.collator import PiiNerCollator
 from piiner.training.features import build_features
@@ -353,7 +353,7 @@ def test_the_card_says_how_the_loss_read_partially_labelled_text(run_inputs, tmp
 
 
 def test_a_new_model_reads_line_breaks_unless_told_not_to(run_inputs):
-    from piiner.train import build_model
+    from piiner.training.train import build_model
     from piiner.training.args import ModelArguments
 
     backbone, _ = run_inputs

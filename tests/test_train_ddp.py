@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO_ROOT
 from test_train import train_argv, write_run_inputs
 
-from piiner.train import main
+from piiner.training.train import main
 
 
 def free_port():
@@ -38,7 +38,7 @@ def test_two_rank_ddp_matches_one_process_on_the_same_global_batch(tmp_path):
     accelerate = os.path.join(os.path.dirname(sys.executable), "accelerate")
     command = [
         accelerate, "launch", "--config_file", os.path.join(REPO_ROOT, "accelerate_configs", "cpu_ddp.yaml"),
-        "--main_process_port", str(free_port()), "-m", "piiner.train",
+        "--main_process_port", str(free_port()), "-m", "piiner.training.train",
         *train_argv(backbone, data, ddp, *common, "--per_device_train_batch_size", "2"),
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}

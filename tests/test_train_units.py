@@ -10,8 +10,8 @@ import tokenizers
 import torch
 from conftest import REPO_ROOT, tiny_bert_config
 
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 from piiner.training.args import DataArguments, PiiTrainingArguments, parse_args, parse_tier_weights
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts, label_weight_table, token_weights
 from piiner.training.collator import PiiNerCollator
@@ -323,7 +323,7 @@ def test_token_weights_use_the_tier_of_the_gold_type():
 
 
 def test_non_finite_parameter_is_reported_with_its_component(tmp_path):
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
     from piiner.training.trainer import PiiNerTrainer, first_non_finite
 
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
@@ -346,7 +346,7 @@ def test_non_finite_parameter_is_reported_with_its_component(tmp_path):
 def test_deberta_backbone_gets_adam_epsilon_one_unless_set(tmp_path):
     from conftest import tiny_deberta_config
 
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
     from piiner.training.trainer import PiiNerTrainer
 
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_deberta_config()))
@@ -358,7 +358,7 @@ def test_deberta_backbone_gets_adam_epsilon_one_unless_set(tmp_path):
 
 
 def test_early_stopping_without_a_best_model_metric_is_refused(tmp_path):
-    from piiner.train import main
+    from piiner.training.train import main
 
     with pytest.raises(SystemExit, match="early_stopping_patience needs load_best_model_at_end"):
         main(["--output_dir", str(tmp_path), "--early_stopping_patience", "2", "--report_to", "none"])
@@ -399,8 +399,8 @@ def test_records_of_a_names_only_corpus_mark_every_other_label_as_unannotated(ti
 def test_a_batch_of_full_and_partial_rows_costs_one_pass_over_its_positions(monkeypatch):
     """The loss's sequential loop is a GPU step's cost (hundreds of tiny kernels per pass): token-weighted full rows
     and partial rows (two normalisers each) are stacked into one backward pass, not a pass per quantity."""
-    from piiner import crf_piiner
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub import crf_piiner
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     steps = []
     for name in ("forward_step", "backward_step"):
@@ -422,8 +422,8 @@ def test_a_batch_of_full_and_partial_rows_costs_one_pass_over_its_positions(monk
 
 
 def test_partial_rows_are_scored_by_the_marginal_likelihood_full_rows_as_before():
-    from piiner.crf_piiner import crf_partial_nll, crf_token_nll
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.crf_piiner import crf_partial_nll, crf_token_nll
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     torch.manual_seed(0)
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
@@ -485,8 +485,8 @@ def test_tokens_of_a_not_pii_span_are_marked_through_features_and_batches(tiny_t
 def test_unjudged_positions_are_open_to_every_label_in_the_loss():
     """A bare year in GUM is a time mention the schema may or may not call a DATE: the loss sums over every label on
     its tokens (a row labelled for every type included) instead of teaching "O" there."""
-    from piiner.crf_piiner import crf_partial_nll, crf_token_nll
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.crf_piiner import crf_partial_nll, crf_token_nll
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     torch.manual_seed(0)
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config())).eval()
@@ -552,7 +552,7 @@ def test_records_whose_annotation_fields_cannot_be_read_are_rejected_by_reason()
 
 
 def test_line_break_markers_get_no_label_and_the_loss_runs_over_the_rest(tiny_tokenizer):
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     text = "ann lee\n12 main st\nbob"
     records = datasets.Dataset.from_list([{"id": "r", "text": text, "spans": [
@@ -602,7 +602,7 @@ def test_features_keep_their_schema_when_the_first_batch_has_no_partial_record(t
 def test_length_grouped_training_leaves_evaluated_windows_in_order(tmp_path):
     """With training batches grouped by length, evaluation still reads the windows in their own order: the span
     metrics take prediction row i as window i of the split (the stock Trainer would group those too)."""
-    from piiner.modeling_piiner import PiiNerForTokenClassification
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
     from piiner.training.trainer import PiiNerTrainer
 
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
@@ -636,7 +636,7 @@ def test_every_shipped_recipe_parses(recipe):
 def test_a_record_without_a_spans_field_is_rejected_not_read_as_free_of_pii():
     import datasets
 
-    from piiner.pii_schema import PII_TYPES
+    from piiner.hub.pii_schema import PII_TYPES
     from piiner.training.features import RecordCheck
 
     records = datasets.Dataset.from_list([

@@ -59,7 +59,7 @@ class RedactorSpec:
         settings = dict(mode=self.mode, types=self.types, min_tier=self.min_tier,
                         tier_thresholds=dict(self.thresholds), key=self.key, batch_size=self.batch_size)
         if self.detector == "regex":
-            from piiner.patterns import RegexDetector
+            from piiner.baselines.regex import RegexDetector
 
             return Redactor(RegexDetector(), **settings)
         return Redactor.from_pretrained(self.model, device=self.device, pipeline_batch_size=self.batch_size,

@@ -4,7 +4,7 @@ import collections
 import json
 import os
 
-from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_TYPES
+from piiner.hub.pii_schema import PII_TYPES, TIER_OF, TIER_TYPES
 
 SPLITS = ("train", "validation", "test")
 

@@ -2,7 +2,7 @@
 
 A record is ``{"id", "source", "text", "spans": [{"start", "end", "label"}], "group", "labelled_types",
 "not_pii_spans": [{"start", "end"}], "unjudged_spans": [{"start", "end"}]}``: character offsets into ``text``,
-end-exclusive, canonical type names from ``piiner.pii_schema``, spans sorted and non-overlapping.
+end-exclusive, canonical type names from ``piiner.hub.pii_schema``, spans sorted and non-overlapping.
 ``labelled_types`` lists the types the record's annotators labelled (a NER corpus: persons, places,
 organizations); any other type may be present unlabelled. None means every type was labelled. ``not_pii_spans``
 are stretches the annotators labelled as entities of no PII type (WNUT-17's products and creative works): what they
@@ -44,7 +44,7 @@ value, which kept unlabelled would be taught as not PII:
 
 import re
 
-from piiner.pii_schema import PII_TYPES, TIER_OF
+from piiner.hub.pii_schema import PII_TYPES, TIER_OF
 
 _PII_TYPE_SET = frozenset(PII_TYPES)
 # The label an adapter gives a span its source labelled as an entity of no PII type (a title, a product).

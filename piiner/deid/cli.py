@@ -98,7 +98,7 @@ def build_redactor(args, parser):
                     tier_thresholds=parse_thresholds(args.threshold, parser), key=key, batch_size=args.batch_size)
     try:
         if args.detector == "regex":
-            from piiner.patterns import RegexDetector
+            from piiner.baselines.regex import RegexDetector
 
             return Redactor(RegexDetector(), **settings)
         return Redactor.from_pretrained(args.model, device=args.device, pipeline_batch_size=args.batch_size,

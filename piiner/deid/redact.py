@@ -30,7 +30,7 @@ import re
 import secrets
 from collections import Counter
 
-from piiner.pii_schema import PII_TYPES, TIER_OF
+from piiner.hub.pii_schema import PII_TYPES, TIER_OF
 
 from .surrogates import SurrogateGenerator, keyed_digest
 

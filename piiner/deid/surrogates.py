@@ -24,7 +24,7 @@ import string
 
 from faker import Faker
 
-from piiner.checksums import fold_width, iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
+from piiner.hub.checksums import fold_width, iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
 
 ASCII_DIGITS = frozenset(string.digits)
 

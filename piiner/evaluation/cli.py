@@ -20,7 +20,7 @@ import sys
 import time
 from collections import Counter
 
-from piiner.evaluation.baselines import BASELINES, BaselineUnavailable, get_baseline, with_backstop
+from piiner.baselines.systems import BASELINES, BaselineUnavailable, get_baseline, with_backstop
 from piiner.evaluation.data import (
     HALVES,
     align_predictions,
@@ -37,7 +37,7 @@ from piiner.evaluation.metrics import (
 from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
 from piiner.options import name_value_pairs, written_over
-from piiner.pii_schema import TIER_OF
+from piiner.hub.pii_schema import TIER_OF
 from piiner.snapshot import check_model_path, load_pipeline
 
 

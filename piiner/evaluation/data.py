@@ -15,7 +15,7 @@ from collections import Counter
 
 from piiner.data_prep.records import ANNOTATION_FIELDS, annotation_problem
 from piiner.options import comma_pairs, load_json_object
-from piiner.pii_schema import TIER_OF
+from piiner.hub.pii_schema import TIER_OF
 
 # Label-map targets that mean "not PII for us": the span is dropped (and counted).
 DROP_TARGETS = ("", "O", "NONE")

@@ -8,7 +8,7 @@ is a false positive, because a consumer of the output would see it twice.
 
 from collections import Counter
 
-from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS
+from piiner.hub.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS
 
 _TYPE_KEYS = ("label", "type", "entity_group")
 

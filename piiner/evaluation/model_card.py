@@ -16,10 +16,10 @@ import os
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from piiner.configuration_piiner import MIN_TRANSFORMERS
+from piiner.hub.configuration_piiner import MIN_TRANSFORMERS
 from piiner.data_prep.sources import SOURCES
 from piiner.options import name_value_pairs
-from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS, TIER_TYPES
+from piiner.hub.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS, TIER_TYPES
 
 from .report import interval_text, overall_table, tier_table, type_table
 
@@ -447,7 +447,7 @@ def add_reports(model_dir, reports, lead=False, system=None):
     scores a card should open with); `system` names what produced them when it is not this model (a model of the
     same recipe trained without the source), and keeps them out of the model-index. Returns the card.
     """
-    from piiner.configuration_piiner import PiiNerConfig
+    from piiner.hub.configuration_piiner import PiiNerConfig
 
     path = os.path.join(model_dir, CARD_INPUTS_FILE)
     if not os.path.isfile(path):

@@ -195,7 +195,7 @@ def _rescore_argv(path, data=None, out=None, half=None, compare=None, rerun=Fals
 
 def train(config, dataset, output_dir, extra=()):
     """piiner-train in a fresh process (a run's memory and threads end with it); raises on failure."""
-    command = [sys.executable, "-m", "piiner.train", "--config", config, "--dataset", dataset, "--output_dir",
+    command = [sys.executable, "-m", "piiner.training.train", "--config", config, "--dataset", dataset, "--output_dir",
                output_dir, "--test_split", "none", "--overwrite_output_dir", "true", *extra]
     print("$", " ".join(command), flush=True)
     subprocess.run(command, check=True)

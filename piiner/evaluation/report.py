@@ -114,7 +114,7 @@ def redaction_table(report, name="this run"):
 
 def format_markdown(report, title=None):
     """The report as markdown: overall, per tier (with recall targets), per type, throughput, dropped spans."""
-    from piiner.pii_schema import TIER_OF
+    from piiner.hub.pii_schema import TIER_OF
 
     meta = report.get("meta", {})
     name = meta.get("model") or meta.get("baseline") or meta.get("predictions") or "predictions"

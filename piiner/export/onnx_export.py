@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from piiner.modeling_piiner import PiiNerForTokenClassification, distinct_rows
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification, distinct_rows
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "word_chars", "word_index")

@@ -31,11 +31,11 @@ from piiner.export.onnx_export import (
     ONNX_FILE,
     graph_inputs,
 )
-from piiner.configuration_piiner import PiiNerConfig
-from piiner.crf_numba import crf_decode_cpu
-from piiner.decoding_piiner import entities_from_windows, filter_results, result_filters
-from piiner.recognizers_piiner import evidence_from
-from piiner.encoding_piiner import check_tokenizer_windows, encode_texts, length_order, trim_char_ids
+from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.crf_numba import crf_decode_cpu
+from piiner.hub.decoding_piiner import entities_from_windows, filter_results, result_filters
+from piiner.hub.recognizers_piiner import evidence_from
+from piiner.hub.encoding_piiner import check_tokenizer_windows, encode_texts, length_order, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
 # slower here than the Add + LayerNormalization it replaces (`benchmarks/bench_onnx_session.py` times both).

@@ -30,7 +30,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from piiner.deid.redact import MODES, Redactor, detection_view
-from piiner.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS
+from piiner.hub.pii_schema import PII_TYPES, TIER_OF, TIER_RECALL_TARGETS
 
 from .batching import MicroBatcher
 from .documents import DocumentError, pdf_pages

@@ -14,7 +14,7 @@ import asyncio
 import collections
 import time
 
-from piiner.encoding_piiner import paragraphs
+from piiner.hub.encoding_piiner import paragraphs
 
 
 def pieces(text, max_chars):

@@ -47,7 +47,7 @@ def build_app(args):
                         max_body_bytes=args.max_body_bytes, max_texts=args.max_texts,
                         max_batch_chars=args.max_batch_chars, api_keys=api_keys(args.api_key_env))
     if args.detector == "regex":
-        from piiner.patterns import RegexDetector
+        from piiner.baselines.regex import RegexDetector
 
         return create_app(RegexDetector(), "regex", settings)
     from piiner.snapshot import load_pipeline

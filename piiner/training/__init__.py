@@ -1,4 +1,4 @@
 """Training system of piiner: arguments, features, collator, Trainer subclass, callbacks and Hub output.
 
-``train.py`` at the repository root is the entry point; this package holds its parts.
+``train.py`` is the entry point (`piiner-train`, `python -m piiner.training`); the other modules are its parts.
 """

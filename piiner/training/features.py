@@ -18,10 +18,10 @@ import datasets
 import tokenizers
 from datasets.fingerprint import Hasher
 
-from piiner import encoding_piiner
+from piiner.hub import encoding_piiner
 from piiner.data_prep.records import ANNOTATION_FIELDS, annotation_problem, span_problem
-from piiner.pii_schema import TIER_OF, label_ids_of_types, split_label
-from piiner.encoding_piiner import encode_texts
+from piiner.hub.pii_schema import TIER_OF, label_ids_of_types, split_label
+from piiner.hub.encoding_piiner import encode_texts
 
 IGNORE_INDEX = -100
 

@@ -10,7 +10,7 @@ from huggingface_hub.utils import filter_repo_objects
 from transformers.dynamic_module_utils import get_relative_import_files
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-import piiner.modeling_piiner
+import piiner.hub.modeling_piiner
 
 # What Trainer.push_to_hub leaves out of output_dir: checkpoint folders and names starting with "_" (a run's private
 # files), plus the Hub client's own defaults (.git, .cache/huggingface).
@@ -20,7 +20,7 @@ PUSH_IGNORE_PATTERNS = ["_*", f"{PREFIX_CHECKPOINT_DIR}-*"] + list(DEFAULT_IGNOR
 def code_files():
     """Absolute paths of the files that ship with the weights: ``modeling_piiner.py`` and everything it imports
     relatively, found the way ``save_pretrained`` finds them (transformers' ``get_relative_import_files``)."""
-    entry = os.path.abspath(piiner.modeling_piiner.__file__)
+    entry = os.path.abspath(piiner.hub.modeling_piiner.__file__)
     return sorted({entry, *map(os.path.abspath, get_relative_import_files(entry))})
 
 

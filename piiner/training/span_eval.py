@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from piiner.evaluation.metrics import set_aside_unjudged, span_metrics
-from piiner.decoding_piiner import decode_entities, merge_windows
+from piiner.hub.decoding_piiner import decode_entities, merge_windows
 
 
 def keep_tags_and_scores(outputs, labels):

@@ -7,7 +7,7 @@ Labels a corpus gives are PER/LOC/ORG in one spelling or another (``NER_TYPES``)
 
 import re
 
-from piiner.patterns import url_without_punctuation
+from piiner.baselines.regex import url_without_punctuation
 
 from ..records import NOT_PII
 

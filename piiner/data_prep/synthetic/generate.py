@@ -20,7 +20,7 @@ import re
 
 import faker
 
-from piiner.pii_schema import PII_TYPES
+from piiner.hub.pii_schema import PII_TYPES
 
 from ..records import NOT_PII
 from ..sources.conll import NER_LABELLED_TYPES

@@ -17,7 +17,7 @@ import string
 
 import faker
 
-from piiner.checksums import iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
+from piiner.hub.checksums import iban_check_digits, iban_valid, luhn_check_digit, luhn_valid  # noqa: F401
 
 DIGITS = string.digits
 UPPER = string.ascii_uppercase

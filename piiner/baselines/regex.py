@@ -6,9 +6,9 @@ import bisect
 import operator
 import re
 
-from piiner.checksums import fold_width, iban_valid
-from piiner.recognizers_piiner import card_issuer_valid, ssn_valid  # the one statement of each check
-from piiner.pii_schema import TIER_OF
+from piiner.hub.checksums import fold_width, iban_valid
+from piiner.hub.recognizers_piiner import card_issuer_valid, ssn_valid  # the one statement of each check
+from piiner.hub.pii_schema import TIER_OF
 
 
 # ---------------------------------------------------------------------------------------------------------------
