@@ -11,7 +11,8 @@ import sys
 
 from piiner.deid.redact import KEYED_MODES, MODES
 
-from .job import RedactorSpec, redact_corpus
+from .job import RedactorSpec
+from .run import redact_corpus
 from .shards import CorpusError
 
 

@@ -1,0 +1,79 @@
+"""A whole corpus job: plan the shards, check the output folder, run what is not done on an engine, add up.
+
+`job` is one shard's work, `engines` where shards run (this machine or Ray); this module puts them together, so
+neither imports the other's caller.
+"""
+
+import dataclasses
+import json
+import os
+import secrets
+from collections import Counter
+
+from piiner.deid.redact import KEYED_MODES
+from piiner.snapshot import check_model_path
+
+from . import engines
+from .job import Job, check_output_folder, pending
+from .shards import plan_shards
+
+
+def redact_corpus(source, output, spec, engine="datasets", num_proc=1, text_field="text", detect_only=False,
+                  rows_per_shard=50_000, output_format="jsonl", address=None, num_gpus=0):
+    """Redact (or, with `detect_only`, scan) every record of `source` into `output`; returns the job's summary.
+
+    Args:
+        source: a folder or file of JSONL/JSON/Parquet/text files, a `save_to_disk` folder, or a `datasets.Dataset`.
+        spec (`RedactorSpec`): the model (or regex detector) and the redaction settings each worker builds.
+        engine: "datasets" (worker processes here) or "ray" (Ray Data; `address` of the cluster, "auto" to join
+            the one this machine belongs to, None for a local instance).
+        num_proc: worker processes, or Ray actors.
+        num_gpus: GPUs per Ray actor (0 on a CPU cluster); with GPUs and no `spec.device`, the model runs on the
+            actor's GPU ("cuda"), not on its CPU.
+    """
+    if output_format not in ("jsonl", "parquet"):
+        raise ValueError(f"output_format must be jsonl or parquet, got {output_format!r}")
+    if isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1:
+        raise ValueError(f"num_proc must be a whole number of at least 1, got {num_proc!r}")
+    if spec.mode in KEYED_MODES and spec.key is None:  # one key for every worker of this run, not one each
+        spec = dataclasses.replace(spec, key=secrets.token_bytes(32))
+    if num_gpus and spec.device is None and spec.detector == "model":
+        spec = dataclasses.replace(spec, device="cuda")
+    if spec.detector == "model":
+        check_model_path(spec.model)  # a typo named here, not by each worker or Ray actor that fails to load it
+    job = Job(os.fspath(output), spec, text_field, detect_only, output_format)
+    shards, unread = plan_shards(source, rows_per_shard)
+    check_output_folder(job.output, source)
+    todo = pending(job, shards)
+    if todo and engine == "datasets" and num_proc <= 1:
+        spec.cached()  # the shards run in this process: a model that does not load fails once, before any output
+    os.makedirs(os.path.join(job.output, "_done"), exist_ok=True)  # first: marks the folder as this job's
+    if todo:
+        if engine == "datasets":
+            engines.run_local(job, todo, num_proc)
+        elif engine == "ray":
+            engines.run_ray(job, todo, num_proc, address, num_gpus)
+        else:
+            raise ValueError(f"engine must be 'datasets' or 'ray', got {engine!r}")
+    return write_summary(job, shards, skipped=len(shards) - len(todo), unread=unread)
+
+
+def write_summary(job, shards, skipped=0, unread=None):
+    """summary.json: the shards' counts added up, failures by reason, and the input folder's files not read (by
+    reason, with the first few named)."""
+    total = {"shards": len(shards), "shards_skipped_as_done": skipped, "records": 0, "failed": 0, "entities": 0,
+             "blank_lines_skipped": 0}
+    if unread:
+        total["files_not_read"] = {reason: len(paths) for reason, paths in sorted(unread.items())}
+        total["files_not_read_first"] = sorted(p for paths in unread.values() for p in paths)[:5]
+    failures = Counter()
+    for shard in shards:
+        with open(os.path.join(job.output, "_done", f"{shard.name}.json")) as f:
+            counts = json.load(f)
+        for key in ("records", "failed", "entities", "blank_lines_skipped"):
+            total[key] += counts.get(key, 0)  # a marker from before blank lines were counted has none
+        failures.update(counts["failures"])
+    total["failures"] = dict(sorted(failures.items()))
+    with open(os.path.join(job.output, "summary.json"), "w") as f:
+        json.dump(total, f, indent=1)
+    return total
