@@ -114,3 +114,23 @@ def tiny_tokenizer():
 @pytest.fixture(params=["bert", "deberta-v2"], scope="session")
 def tiny_encoder_config(request):
     return tiny_bert_config() if request.param == "bert" else tiny_deberta_config()
+
+
+def save_tiny_snapshot(path, seed=0, **config_overrides):
+    """A tiny random piiner model and its tokenizer saved as a user's snapshot folder (weights, config, code)."""
+    import torch
+
+    from piiner.hub.configuration_piiner import PiiNerConfig
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
+
+    torch.manual_seed(seed)
+    PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config(), **config_overrides)).save_pretrained(
+        path)
+    build_tiny_tokenizer().save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_snapshot(tmp_path_factory):
+    """One tiny snapshot for every test that only reads it (copy it before changing anything in it)."""
+    return save_tiny_snapshot(tmp_path_factory.mktemp("tiny_piiner"))

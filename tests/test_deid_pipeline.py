@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import piiner.deid.cli as cli
-from conftest import build_tiny_tokenizer, tiny_bert_config
+from conftest import tiny_bert_config
 from piiner.deid import Redactor
 from test_deid_redact import MESSY_CHARS
 from piiner.hub.configuration_piiner import PiiNerConfig
@@ -18,12 +18,8 @@ from piiner.snapshot import SnapshotError
 
 
 @pytest.fixture(scope="module")
-def snapshot(tmp_path_factory):
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("tiny_piiner")
-    PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config())).save_pretrained(path)
-    build_tiny_tokenizer().save_pretrained(path)
-    return path
+def snapshot(tiny_snapshot):
+    return tiny_snapshot
 
 
 @pytest.fixture(scope="module")

@@ -5,19 +5,12 @@ import json
 import pytest
 
 import piiner.evaluation.cli as evaluate_model
-from conftest import build_tiny_tokenizer, tiny_bert_config
 from piiner.evaluation.predict import predict_spans
 
 
 @pytest.fixture(scope="module")
-def snapshot(tmp_path_factory):
-    from piiner.hub.configuration_piiner import PiiNerConfig
-    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
-
-    path = tmp_path_factory.mktemp("tiny_piiner")
-    PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config())).save_pretrained(path)
-    build_tiny_tokenizer().save_pretrained(path)
-    return str(path)
+def snapshot(tiny_snapshot):
+    return str(tiny_snapshot)
 
 
 GOLD = [

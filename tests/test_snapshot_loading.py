@@ -6,11 +6,10 @@ import os
 
 import pytest
 import torch
-from conftest import build_tiny_tokenizer, tiny_bert_config
+from conftest import save_tiny_snapshot
 from safetensors.torch import load_file, save_file
 from transformers import AutoModel, AutoModelForTokenClassification, pipeline
 
-from piiner.hub.configuration_piiner import PiiNerConfig
 from piiner.deid import Redactor
 from piiner.deid.cli import main as redact_main
 from piiner.evaluation.cli import main as evaluate_main
@@ -22,11 +21,7 @@ from piiner.snapshot import SnapshotError
 @pytest.fixture(scope="module")
 def snapshots(tmp_path_factory):
     root = tmp_path_factory.mktemp("snapshots")
-    torch.manual_seed(0)
-    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config()))
-    whole = root / "whole"
-    model.save_pretrained(whole)
-    build_tiny_tokenizer().save_pretrained(whole)
+    whole = save_tiny_snapshot(root / "whole")
     weights = load_file(whole / "model.safetensors")
     variants = {
         "missing": {k: v for k, v in weights.items() if not k.startswith("classifier.")},
