@@ -335,9 +335,8 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
         stride (`int`, *optional*): tokens shared by consecutive windows (default: a quarter of `max_length`).
         return_tensors (`"pt"` or `None`): tensors padded to the longest window, or plain lists.
         split_paragraphs (`bool`, defaults to `True`): window each paragraph on its own, as every inference path
-            does. Training features pass `False` and window each record whole: trained on paragraphs apart, the
-            out-of-source models scored 1.2 to 4.0 points lower on every real corpus (benchmarks/RESULTS.md,
-            2026-11-26), and a label that crosses a blank line (an address in a letter) was cut in two.
+            does. Training features pass `False` and window each record whole, so the model learns from context
+            across blank lines and a label that crosses one (an address in a letter) is not cut in two.
 
     Returns:
         The tokenizer's `BatchEncoding` (input_ids, attention_mask, token_type_ids when the tokenizer makes them,
