@@ -16,6 +16,7 @@ file beside them and renamed at the end, so an existing file is replaced only by
 """
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -66,7 +67,90 @@ def build_parser():
                         help="also write the redacted text here: the document as it is, or one line per record "
                              "(--format lines; a failed record is an empty line)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    tables = parser.add_argument_group(
+        "tables", "A .csv, .tsv or .parquet input (or .jsonl/.json with --table) is redacted as a table: same rows and "
+        "columns in the same format, each cell read with its column's name as context, each column decided from a "
+        "sample (one PII type, free text, or none).")
+    tables.add_argument("--table", action="store_true",
+                        help="read JSON records as a table (nested fields as dotted columns), not as text records")
+    tables.add_argument("--sample-rows", type=int, default=500,
+                        help="rows read to decide what each column holds (default: 500; every row of a smaller table)")
+    tables.add_argument("--column-report", metavar="PATH", help="write the column decisions here as JSON")
+    tables.add_argument("--use-report", metavar="PATH",
+                        help="apply a saved --column-report instead of analysing (a later file of the same schema)")
+    tables.add_argument("--columns", help="comma-separated columns to redact; the others are left as they are")
+    tables.add_argument("--skip-columns", help="comma-separated columns left as they are")
+    tables.add_argument("--column-type", action="append", default=[], metavar="COLUMN=TYPE",
+                        help="set a column's decision: a PII type (every cell redacted whole), text or none; "
+                             "repeatable")
+    tables.add_argument("--rejects", metavar="PATH",
+                        help="write each rejected row's number and reason here as JSON lines (never its content)")
+    tables.add_argument("--encoding", default="utf-8-sig", help="text encoding of a CSV, TSV or JSON table "
+                                                                "(default: UTF-8, with or without a byte order mark)")
     return parser
+
+
+def is_table(args):
+    from piiner.tables.formats import TABLE_SUFFIXES
+
+    kind = TABLE_SUFFIXES.get(os.path.splitext(args.input)[1].lower())
+    return kind in ("csv", "tsv", "parquet") or (kind in ("jsonl", "json") and args.table)
+
+
+def _names(value):
+    return [name.strip() for name in value.split(",") if name.strip()] if value else None
+
+
+def run_table(args, parser, outputs_for):
+    """`piiner-redact TABLE -o OUT`: the table path. Returns the exit status."""
+    from piiner.tables import ColumnReport, TableError, redact_table
+    from piiner.tables.formats import Table, TableReadError, table_format
+
+    if args.detect_only or args.text_output:
+        parser.error("--detect-only and --text-output read text records; for a table, --column-report says what "
+                     "each column holds")
+    if args.sample_rows < 1:
+        parser.error("--sample-rows must be at least 1")
+    if args.output == "-" and table_format(args.input, "jsonl" if args.table else None) == "parquet":
+        parser.error("a Parquet table needs --output FILE.parquet")
+    out_suffix = os.path.splitext(args.output)[1].lower()
+    in_suffix = os.path.splitext(args.input)[1].lower()
+    if args.output != "-" and out_suffix != in_suffix:
+        parser.error(f"the output keeps the input's format: give --output a {in_suffix} path, got {args.output}")
+    clash = written_over([("input", args.input), ("--use-report", args.use_report)],
+                         [("--output", args.output), ("--rejects", args.rejects), ("--column-report", args.column_report)])
+    if clash:
+        parser.error(clash)
+    try:
+        column_types = name_value_pairs(args.column_type, "--column-type", "COLUMN=TYPE such as ssn=SSN")
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        report = ColumnReport.load(args.use_report) if args.use_report else None
+        table = Table(args.input, encoding=args.encoding)
+    except (ValueError, OSError) as error:
+        print(f"piiner-redact: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    outputs = outputs_for([args.output, args.rejects, args.column_report])
+    redactor = build_redactor(args, parser)
+    progress = not args.no_progress and sys.stderr.isatty()
+    try:
+        report, summary = redact_table(table, redactor, outputs[0].stream, sample_rows=args.sample_rows,
+                                       report=report, columns=_names(args.columns),
+                                       skip_columns=_names(args.skip_columns), column_types=column_types,
+                                       rejects_stream=outputs[1].stream if args.rejects else None, progress=progress)
+    except (TableError, TableReadError, ValueError) as error:
+        print(f"piiner-redact: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.column_report:
+        stream = outputs[2].stream
+        stream.write((json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n").encode())
+    for output in outputs:
+        if output is not None:
+            output.commit()
+    print(report.describe(), file=sys.stderr)
+    print(f"piiner-redact: {summary.describe()}", file=sys.stderr)
+    return EXIT_RECORDS_FAILED if summary.rejects else 0
 
 
 def parse_thresholds(items, parser):
@@ -171,6 +255,25 @@ def main(argv=None):
     if args.text_output == "-" and args.output == "-":
         parser.error("--text-output - needs --output FILE: both cannot go to standard output")
     outputs = []
+    if is_table(args):
+        def outputs_for(paths):
+            for path in paths:
+                if path:
+                    check_output(path, [args.input])
+                    outputs.append(AtomicOutput(path))
+                else:
+                    outputs.append(None)
+            return outputs
+
+        try:
+            return run_table(args, parser, outputs_for)
+        except OutputError as err:
+            print(f"piiner-redact: error: {err}", file=sys.stderr)
+            return EXIT_OUTPUT
+        finally:
+            for output in outputs:
+                if output is not None:
+                    output.discard()
 
     def report(line, message):
         print(f"piiner-redact: record {line}: {message}", file=sys.stderr)

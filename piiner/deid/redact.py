@@ -154,7 +154,7 @@ class Redactor:
         for raw in raw_entities:
             entity, reason = _normalise_entity(text, raw)
             if reason is None:
-                reason = self._filter_reason(entity)
+                reason = self.filter_reason(entity)
             if reason is None:
                 kept.append(entity)
             else:
@@ -164,7 +164,8 @@ class Redactor:
             dropped["merged_into_overlapping_entity"] += len(kept) - len(merged)
         return merged
 
-    def _filter_reason(self, entity):
+    def filter_reason(self, entity):
+        """Why `entity` (with `type`, `tier`, `score`) is not redacted under these settings, or None."""
         if self.types is not None and entity["type"] not in self.types:
             return "type_not_selected"
         tier = entity["tier"]
@@ -180,7 +181,7 @@ class Redactor:
         """RedactionResult per text (a single one for a str input)."""
         detected = self.detect(texts)
         for result in [detected] if isinstance(detected, RedactionResult) else detected:
-            result.redacted_text = self._apply(result.text, result.entities)
+            result.redacted_text = self.apply(result.text, result.entities)
         return detected
 
     __call__ = redact
@@ -194,7 +195,9 @@ class Redactor:
             return f"[{pii_type}:{keyed_digest(self._key, 'hash', word).hex()[:HASH_HEX_CHARS]}]"
         return self._surrogates(word, pii_type, avoid=text)
 
-    def _apply(self, text, entities):
+    def apply(self, text, entities):
+        """`text` with each entity (sorted, non-overlapping, with `start`, `end`, `word`, `type`) replaced; each
+        entity gets its `replacement`, `new_start` and `new_end`."""
         pieces, cursor, shift = [], 0, 0
         for entity in entities:  # sorted and non-overlapping (merge_overlaps)
             new = self.replacement(entity["word"], entity["type"], text)
