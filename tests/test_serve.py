@@ -277,3 +277,20 @@ def test_a_large_request_does_not_stall_a_small_one_sent_after_it():
     assert waiting == 1
     assert done["small"] < done["large"]
     assert len(big["entities"]) == 1000 and small["entities"][0]["type"] == "PHONE"
+
+
+def test_a_table_upload_comes_back_redacted_column_by_column_with_its_report(client):
+    table = "id,ssn,notes\n7,219-09-9999,mail a@b.com\n8,078-05-1120,nothing here\n"
+    response = client.post("/v1/redact-file", files={"file": ("people.csv", table, "text/csv")},
+                           data={"mode": "placeholder", "column_types": "id=none"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["filename"] == "people.redacted.csv"
+    assert body["content"] == "id,ssn,notes\n7,[SSN],mail [EMAIL]\n8,[SSN],nothing here\n"
+    assert {c["column"]: c["decision"] for c in body["column_report"]} == {"id": "none", "ssn": "type",
+                                                                          "notes": "text"}
+    assert body["summary"] == {"rows": 2, "written": 2, "rejects": {}, "cells_redacted": 3}
+    refused = client.post("/v1/redact-file", files={"file": ("people.xlsx", b"PK", "application/octet-stream")})
+    assert refused.status_code == 422 and ".csv, .tsv or .jsonl" in refused.json()["detail"]
+    ragged = client.post("/v1/redact-file", files={"file": ("t.csv", "a,b\n1\n", "text/csv")})
+    assert ragged.json()["summary"]["rejects"] == {"ragged row": 1}

@@ -2,6 +2,8 @@
 
     POST /v1/detect   {"text": "..."} or {"texts": [...]}, optional types, min_tier, thresholds
     POST /v1/redact   the same plus mode (and key for surrogate/hash); or a PDF (multipart "file")
+    POST /v1/redact-file  a CSV, TSV or JSONL table (multipart "file"): the table redacted column by column, and
+                      the column report (piiner/tables)
     GET  /v1/labels   the types and their tiers
     GET  /health      model, batches run, requests waiting
     GET  /            the web page; /docs the OpenAPI documentation (served from the swagger-ui-bundle package:
@@ -14,11 +16,15 @@ X-Request-ID header); the service stays up. Responses are JSON with non-ASCII ch
 JSON parser accepted, a lone surrogate too, comes back as it was sent.
 """
 
+import asyncio
 import hmac
 import importlib.resources
+import io
 import itertools
 import json
 import logging
+import os
+import tempfile
 from collections import Counter
 from typing import Literal
 
@@ -109,10 +115,10 @@ def create_app(detector, model_name="detector", settings=None):
             raise HTTPException(500, f"the model failed on request {request.state.id}: {type(error).__name__}: "
                                      f"{error}") from None
 
-    def redactor_over(found, body, mode="placeholder", key=None):
-        """A Redactor with the request's filters over entities already found (keyed by text)."""
+    def redactor_over(found, body, mode="placeholder", key=None, detector=None):
+        """A Redactor with the request's filters over entities already found (keyed by text), or over `detector`."""
         try:
-            return Redactor(lambda texts: [found[t] for t in texts], mode=mode, types=body.types,
+            return Redactor(detector or (lambda texts: [found[t] for t in texts]), mode=mode, types=body.types,
                             min_tier=body.min_tier, tier_thresholds=body.thresholds, key=key)
         except (TypeError, ValueError) as error:
             raise HTTPException(422, str(error)) from None
@@ -174,6 +180,56 @@ def create_app(detector, model_name="detector", settings=None):
             out.append({"page": page.number, "source": page.source, "redacted_text": result["redacted_text"],
                         "entities": result["entities"], "note": page.note})
         return {"pages": out}
+
+    @app.post("/v1/redact-file", summary="Redact a CSV, TSV or JSONL table column by column (multipart 'file')",
+              openapi_extra={"requestBody": {"content": {"multipart/form-data": {"schema": {
+                  "type": "object", "required": ["file"], "properties": {
+                      "file": {"type": "string", "format": "binary"}, "mode": {"type": "string"},
+                      "types": {"type": "string"}, "min_tier": {"type": "integer"},
+                      "column_types": {"type": "string", "description": "COL=TYPE,COL=text,..."}}}}}}})
+    async def redact_file(request: Request):
+        from piiner.tables import TableError, redact_table
+        from piiner.tables.formats import TABLE_SUFFIXES, Table, TableReadError
+
+        if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+            raise HTTPException(422, "send the table as multipart/form-data with a 'file' field")
+        form = await request.form()
+        upload = form.get("file")
+        if upload is None or not hasattr(upload, "read"):
+            raise HTTPException(422, "a 'file' field holding a .csv, .tsv or .jsonl table is required")
+        suffix = os.path.splitext(upload.filename or "")[1].lower()
+        if TABLE_SUFFIXES.get(suffix) not in ("csv", "tsv", "jsonl"):
+            raise HTTPException(422, f"the file must be .csv, .tsv or .jsonl, got {upload.filename!r}")
+        fields = {k: v for k, v in form.items() if k != "file"}
+        try:
+            settings_body = RedactRequest(text="", mode=fields.get("mode", "placeholder"),
+                                          types=fields["types"].split(",") if fields.get("types") else None,
+                                          min_tier=int(fields["min_tier"]) if fields.get("min_tier") else None)
+            column_types = dict(item.split("=", 1) for item in fields.get("column_types", "").split(",") if item)
+        except ValueError as error:
+            raise HTTPException(422, _validation_message(error)) from None
+        loop = asyncio.get_running_loop()
+
+        def detect(texts):  # called from the worker thread: the texts join the service's batches
+            return asyncio.run_coroutine_threadsafe(batcher.submit(texts), loop).result()
+
+        redactor = redactor_over({}, settings_body, settings_body.mode, fields.get("key"), detector=detect)
+        data = await upload.read()
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, f"table{suffix}")
+            with open(path, "wb") as f:
+                f.write(data)
+            out = io.BytesIO()
+            try:
+                report, summary = await asyncio.to_thread(
+                    lambda: redact_table(Table(path), redactor, out, column_types=column_types))
+            except (TableError, TableReadError, ValueError) as error:
+                raise HTTPException(422, str(error)) from None
+        stem = os.path.splitext(os.path.basename(upload.filename))[0]
+        return {"filename": f"{stem}.redacted{suffix}", "content": out.getvalue().decode("utf-8"),
+                "column_report": report.to_json()["columns"],
+                "summary": {"rows": summary.rows, "written": summary.written, "rejects": dict(summary.rejects),
+                            "cells_redacted": sum(summary.cells_redacted.values())}}
 
     @app.get("/v1/labels", summary="The PII types and their tiers")
     async def labels():

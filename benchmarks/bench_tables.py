@@ -1,0 +1,156 @@
+"""Tables: column decisions, cell recall and speed of `piiner-redact TABLE`, on generated tables whose headers the
+column rules never saw (renamed, abbreviated) or say nothing ("col_7"). Prints a table.
+
+    .venv/bin/python benchmarks/bench_tables.py --model runs/quickstart [--rows 200 --tables 3]
+    .venv/bin/python benchmarks/bench_tables.py --detector regex          # no model: the regex detector
+
+A cell counts as hidden when its PII value no longer appears in the redacted cell. Column truth: a column of one
+PII type is `type`, the notes column `text`, the others `none`.
+"""
+
+import argparse
+import csv
+import io
+import os
+import random
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+
+from faker import Faker
+
+from piiner.deid import Redactor
+from piiner.hub.pii_schema import TIER_OF
+from piiner.tables import redact_table
+from piiner.tables.formats import Table
+
+# (truth type, informative header variants none of which is spelled as a rule in tables/columns.py, value maker)
+COLUMNS = [
+    ("PERSON", ["Customer Name", "Contact Full Name", "Patient"], lambda f, r: f.name()),
+    ("EMAIL", ["E-mail Address", "Contact Email", "emailAddr"], lambda f, r: f.email()),
+    ("PHONE", ["Mobile No", "Tel.", "Phone Number (home)"], lambda f, r: f.numerify("(###) 555-01##")),
+    ("SSN", ["SSN#", "Social Security No", "cust_ssn"], lambda f, r: f.ssn()),
+    ("CREDIT_CARD", ["Card No", "Credit Card Number", "cc_num"], lambda f, r: f.credit_card_number("visa16")),
+    ("DATE_OF_BIRTH", ["Date of Birth", "DOB", "birthdate"], lambda f, r: f.date_of_birth().isoformat()),
+    ("IP_ADDRESS", ["Last Login IP", "ip_addr", "Client IP"], lambda f, r: f.ipv4_public()),
+    ("IBAN", ["IBAN", "Bank IBAN", "payout_iban"], lambda f, r: f.iban()),
+    (None, ["Order ID", "id", "row_id"], lambda f, r: str(r.randint(1000, 99999))),
+    (None, ["Amount", "total_usd", "Price"], lambda f, r: f"{r.uniform(1, 999):.2f}"),
+    (None, ["Status", "state_code", "Stage"], lambda f, r: r.choice(["open", "closed", "pending", "escalated"])),
+    (None, ["Product", "SKU Name", "item"], lambda f, r: r.choice(["Widget Pro", "Gadget 2", "Cable 3m"])),
+]
+NOTES = ["Notes", "comment_text", "Agent Remarks"]
+
+
+def note(fake, rng):
+    """A free-text cell and the PII values inside it."""
+    name, phone, email = fake.name(), fake.numerify("(###) 555-01##"), fake.email()
+    kind = rng.randrange(3)
+    if kind == 0:
+        return f"Called {name} back at {phone}, issue resolved.", [("PERSON", name), ("PHONE", phone)]
+    if kind == 1:
+        return f"Customer asked to send the invoice to {email} instead.", [("EMAIL", email)]
+    return "Follow-up scheduled, nothing else to add.", []
+
+
+def make_table(seed, rows, informative):
+    rng, fake = random.Random(seed), Faker("en_US")
+    fake.seed_instance(seed)
+    chosen = COLUMNS[:]
+    rng.shuffle(chosen)
+    headers, truth = [], []
+    for i, (pii_type, names, _) in enumerate(chosen):
+        headers.append(rng.choice(names) if informative else f"col_{i + 1}")
+        truth.append(("type", pii_type) if pii_type else ("none", None))
+    headers.append(rng.choice(NOTES) if informative else f"col_{len(chosen) + 1}")
+    truth.append(("text", None))
+    body, cells = [], []  # cells: (row, column index, type, value)
+    for r in range(rows):
+        row = []
+        for c, (pii_type, _, make) in enumerate(chosen):
+            value = make(fake, rng)
+            row.append(value)
+            if pii_type:
+                cells.append((r, c, pii_type, value))
+        text, inside = note(fake, rng)
+        row.append(text)
+        cells += [(r, len(chosen), t, v) for t, v in inside]
+        body.append(row)
+    return headers, truth, body, cells
+
+
+def build_detector(args):
+    if args.detector == "regex":
+        from piiner.baselines.regex import RegexDetector
+
+        return RegexDetector()
+    from piiner.snapshot import load_pipeline
+
+    return load_pipeline(args.model, batch_size=32)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", help="saved piiner model folder")
+    p.add_argument("--detector", choices=("model", "regex"), default="model")
+    p.add_argument("--rows", type=int, default=200)
+    p.add_argument("--tables", type=int, default=3, help="tables per header kind")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    if args.detector == "model" and not args.model:
+        p.error("--model DIR (or --detector regex)")
+    detector = build_detector(args)
+    print(f"{args.tables} tables x {args.rows} rows per header kind, {len(COLUMNS) + 1} columns, detector "
+          f"{args.detector}{'' if args.detector == 'regex' else ' ' + args.model}")
+    print("| headers | column decisions right | of which PII types right | cells hidden (all) | tier 1 cells hidden "
+          "| rows/s |")
+    print("|---|---|---|---|---|---|")
+    per_type = defaultdict(Counter)
+    for informative in (True, False):
+        right = typed_right = typed = rows_done = 0
+        hidden, total, tier1_hidden, tier1 = 0, 0, 0, 0
+        seconds = 0.0
+        for t in range(args.tables):
+            headers, truth, body, cells = make_table(args.seed * 1000 + t + (500 if not informative else 0),
+                                                     args.rows, informative)
+            with tempfile.TemporaryDirectory() as folder:
+                path = os.path.join(folder, "table.csv")
+                with open(path, "w", newline="") as f:
+                    csv.writer(f).writerows([headers] + body)
+                out = io.BytesIO()
+                start = time.perf_counter()
+                report, _ = redact_table(Table(path), Redactor(detector, batch_size=32), out)
+                seconds += time.perf_counter() - start
+            rows_done += args.rows
+            decided = report.by_column()
+            for header, (kind, pii_type) in zip(headers, truth):
+                d = decided[header]
+                right += (d.decision, d.type if d.decision == "type" else None) == (kind, pii_type)
+                if kind == "type":
+                    typed += 1
+                    typed_right += d.decision == "type" and d.type == pii_type
+            redacted = list(csv.reader(io.StringIO(out.getvalue().decode())))[1:]
+            for r, c, pii_type, value in cells:
+                gone = value not in redacted[r][c]
+                hidden += gone
+                total += 1
+                per_type[pii_type]["hidden"] += gone
+                per_type[pii_type]["total"] += 1
+                if TIER_OF.get(pii_type) == 1:
+                    tier1_hidden += gone
+                    tier1 += 1
+        columns = args.tables * len(headers)
+        print(f"| {'informative' if informative else 'col_N'} | {right / columns:.3f} ({right}/{columns}) | "
+              f"{typed_right / typed:.3f} ({typed_right}/{typed}) | {hidden / total:.3f} | "
+              f"{tier1_hidden / max(tier1, 1):.3f} ({tier1}) | {rows_done / seconds:.1f} |")
+    print()
+    print("| type | cells hidden | cells |")
+    print("|---|---|---|")
+    for pii_type, counts in sorted(per_type.items()):
+        print(f"| {pii_type} | {counts['hidden'] / counts['total']:.3f} | {counts['total']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
