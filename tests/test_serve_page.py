@@ -135,3 +135,17 @@ def test_the_page_highlights_the_right_characters_after_an_emoji(service, browse
         "a@b.com", "555-201-3344"]
     rows = browser.find_elements(By.CSS_SELECTOR, "#entities tr")
     assert "a@b.com" in rows[0].text and "555-201-3344" in rows[1].text
+
+
+def test_a_table_chosen_on_the_page_shows_its_column_decisions_and_comes_back_redacted(service, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    table = tmp_path / "people.csv"
+    table.write_text("ssn,notes\n219-09-9999,mail a@b.com\n078-05-1120,all good\n")
+    browser.get(service)
+    wait_for(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#types option")) == 41)
+    browser.find_element(By.ID, "file").send_keys(str(table))
+    rows = wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#column-rows tr"))
+    assert [r.text.split()[:2] for r in rows] == [["ssn", "type"], ["notes", "text"]]
+    redacted = wait_for(lambda: browser.find_element(By.ID, "redacted").get_attribute("value"))
+    assert redacted == "ssn,notes\n[SSN],mail [EMAIL]\n[SSN],all good\n"
