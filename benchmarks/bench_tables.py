@@ -97,6 +97,8 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=200)
     p.add_argument("--tables", type=int, default=3, help="tables per header kind")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--headers", choices=("both", "informative", "col_N"), default="both")
+    p.add_argument("--show-wrong", action="store_true", help="list each column decided wrongly")
     args = p.parse_args(argv)
     if args.detector == "model" and not args.model:
         p.error("--model DIR (or --detector regex)")
@@ -106,8 +108,9 @@ def main(argv=None):
     print("| headers | column decisions right | of which PII types right | cells hidden (all) | tier 1 cells hidden "
           "| rows/s |")
     print("|---|---|---|---|---|---|")
-    per_type = defaultdict(Counter)
-    for informative in (True, False):
+    per_type, wrong = defaultdict(Counter), []
+    kinds = {"both": (True, False), "informative": (True,), "col_N": (False,)}[args.headers]
+    for informative in kinds:
         right = typed_right = typed = rows_done = 0
         hidden, total, tier1_hidden, tier1 = 0, 0, 0, 0
         seconds = 0.0
@@ -126,7 +129,11 @@ def main(argv=None):
             decided = report.by_column()
             for header, (kind, pii_type) in zip(headers, truth):
                 d = decided[header]
-                right += (d.decision, d.type if d.decision == "type" else None) == (kind, pii_type)
+                ok = (d.decision, d.type if d.decision == "type" else None) == (kind, pii_type)
+                right += ok
+                if not ok:
+                    wrong.append(f"{header}: truth {kind} {pii_type or ''}, decided {d.decision} {d.type or ''} "
+                                 f"({d.reason}; found {d.found}; {d.examples})")
                 if kind == "type":
                     typed += 1
                     typed_right += d.decision == "type" and d.type == pii_type
@@ -144,6 +151,8 @@ def main(argv=None):
         print(f"| {'informative' if informative else 'col_N'} | {right / columns:.3f} ({right}/{columns}) | "
               f"{typed_right / typed:.3f} ({typed_right}/{typed}) | {hidden / total:.3f} | "
               f"{tier1_hidden / max(tier1, 1):.3f} ({tier1}) | {rows_done / seconds:.1f} |")
+    if args.show_wrong:
+        print("\n".join(["", "wrong decisions:"] + wrong))
     print()
     print("| type | cells hidden | cells |")
     print("|---|---|---|")

@@ -187,3 +187,21 @@ def test_parquet_keeps_its_schema_and_a_typed_number_column_becomes_text(tmp_pat
     got = pq.read_table(out)
     assert got.schema.field("score").type == pa.float64() and got.column("score").to_pylist() == [0.5, 1.5, 2.5]
     assert got.column("ssn").to_pylist() == ["[SSN]"] * 3 and got.num_rows == 3
+
+
+def test_a_model_reading_numbers_as_phones_types_no_column_of_ids_or_amounts():
+    def detect(texts):  # every value read whole as a phone number; dates split between DATE and DATE_OF_BIRTH
+        out = []
+        for i, text in enumerate(texts):
+            start = text.index(": ") + 2
+            value = text[start:]
+            kind = ("DATE" if i % 2 else "DATE_OF_BIRTH") if value.count("-") == 2 and len(value) == 10 else "PHONE"
+            out.append([{"type": kind, "tier": 2, "score": 0.9, "start": start, "end": len(text)}])
+        return out
+
+    sample = [{"col_1": str(31000 + i), "col_2": f"{i}.50", "col_3": f"(212) 555-01{i:02d}",
+               "col_4": f"19{60 + i}-0{1 + i % 9}-1{i % 10}"} for i in range(10)]
+    by = analyse_columns(sample, detect).by_column()
+    assert [(by[c].decision, by[c].type) for c in ("col_1", "col_2", "col_3")] == [
+        ("none", None), ("none", None), ("type", "PHONE")]
+    assert (by["col_4"].decision, by["col_4"].agreement) == ("type", 1.0)

@@ -22,7 +22,7 @@ import statistics
 from collections import Counter
 
 from piiner.hub.pii_schema import PII_TYPES
-from piiner.hub.recognizers_piiner import BUILTIN_RECOGNIZERS
+from piiner.hub.recognizers_piiner import BUILTIN_RECOGNIZERS, VALIDATORS
 
 from .formats import leaves
 
@@ -75,6 +75,12 @@ RECORD_KEY_HEADERS = {("id",), ("row",), ("row", "id"), ("record", "id"), ("inde
                       ("no",), ("number",), ("count",), ("qty",), ("quantity",), ("amount",), ("total",),
                       ("price",), ("status",)}
 VALIDATED_TYPES = {r.type for r in BUILTIN_RECOGNIZERS}
+# A cell read as one of these types counts for it only if the type's validator accepts the value: a model reads
+# bare numbers as phone numbers, which "31234" cannot be. (DEVICE_ID's validator knows MAC addresses only.)
+CELL_VALIDATORS = {r.type: VALIDATORS[r.validator] for r in BUILTIN_RECOGNIZERS if r.type != "DEVICE_ID"}
+# Types that name the same kind of value: a column split between them is one column of the type most cells got.
+TYPE_FAMILIES = ({"DATE", "DATE_OF_BIRTH"},)
+NUMBER = re.compile(r"[+-]?\d+(?:[.,]\d+)?")
 # A header with one of these words names something that is not a person even with "name" in it.
 NOT_A_PERSON = {"file", "product", "item", "host", "domain", "field", "column", "table", "brand", "model",
                 "project", "team", "category", "display", "package", "service", "app", "event"}
@@ -190,10 +196,15 @@ def decide(column, cells, entities_per_cell, prefix_lengths):
         stripped = cell.strip()
         start = prefix + cell.index(stripped[:1]) if stripped else prefix
         found = _whole_type(entities, start, start + len(stripped))
-        if found:
+        if found and (found not in CELL_VALIDATORS or CELL_VALIDATORS[found](stripped)):
             whole[found] += 1
         elif entities:
             partial += 1
+    for family in TYPE_FAMILIES:
+        members = [t for t in whole if t in family]
+        if len(members) > 1:
+            top = hint if hint in members else max(members, key=lambda t: whole[t])
+            whole = Counter({t: c for t, c in whole.items() if t not in family} | {top: sum(whole[t] for t in members)})
     n = len(cells)
     decision = ColumnDecision(column, "none", cells_sampled=n, header_type=hint, found=dict(whole.most_common()),
                               examples=[mask_example(c) for c in cells[:3]])
@@ -201,6 +212,11 @@ def decide(column, cells, entities_per_cell, prefix_lengths):
         decision.reason = "no values in the sample"
         return decision
     long_text = statistics.median(len(c.split()) for c in cells) >= LONG_TEXT_WORDS
+    if not hint and all(NUMBER.fullmatch(c.strip()) for c in cells):
+        # Plain numbers under a header that names nothing (ids, amounts, counts): only a validated identifier types
+        # them; what else a model reads in a bare number is a guess that would damage the data.
+        whole = Counter({t: c for t, c in whole.items() if t in CELL_VALIDATORS})
+        partial = 0
     best, best_count = whole.most_common(1)[0] if whole else (None, 0)
     if not long_text and hint and whole[hint] / n >= HINTED_AGREEMENT:
         decision.decision, decision.type, decision.agreement = "type", hint, whole[hint] / n
