@@ -1,9 +1,11 @@
-"""``piiner-data build --sources synthetic,presidio,wnut17 --out DIR [--from-dir SOURCE=PATH ...]``."""
+"""``piiner-data build --sources synthetic,presidio,wnut17 --out DIR [--from-dir SOURCE=PATH ...]``;
+``piiner-data import INPUT --format label-studio|doccano|brat|conll|jsonl --label-map MAP --out DIR``."""
 
 import argparse
 import sys
 
 from ..options import name_value_pairs
+from .importers import FORMATS
 from .build import DEFAULT_SOURCES, DEFAULT_SYNTHETIC_PER_TYPE, GENERATED, build
 from .sources import SOURCES, SourceUnavailable
 
@@ -22,11 +24,50 @@ def parser():
     b.add_argument("--synthetic-per-type", type=int, default=DEFAULT_SYNTHETIC_PER_TYPE,
                    help="synthetic records whose main subject is each of the 41 types (default: %(default)s)")
     b.add_argument("--seed", type=int, default=0)
+    i = sub.add_parser("import", help="your labelled documents (an annotation tool's export) as a dataset folder")
+    i.add_argument("input", help="the export: a file, or a folder for brat")
+    i.add_argument("--format", required=True, choices=FORMATS)
+    i.add_argument("--label-map", required=True, metavar="MAP",
+                   help="YAML or JSON mapping each label to a piiner type, O (an entity of no PII type) or drop")
+    i.add_argument("--out", required=True, help="dataset folder: train/validation/test.jsonl and import_report.json")
+    i.add_argument("--group-by", metavar="FIELD",
+                   help="split by this field of each document (patient, customer, file); default: each document "
+                        "is its own group")
+    i.add_argument("--unmapped", choices=("error", "drop"), default="error",
+                   help="labels the map does not name: stop and list them (default), or leave them unlabelled")
+    i.add_argument("--name", default="mine", help="the source name written into each record (default: mine)")
+    i.add_argument("--validation-fraction", type=float, default=0.1)
+    i.add_argument("--test-fraction", type=float, default=0.2)
     return p
+
+
+def run_import(args):
+    from .importers import ImportError_, import_documents, load_label_map
+
+    for name in ("validation_fraction", "test_fraction"):
+        if not 0 <= getattr(args, name) < 1:
+            parser().error(f"--{name.replace('_', '-')} must be in [0, 1)")
+    try:
+        report = import_documents(args.input, args.format, load_label_map(args.label_map), args.out,
+                                  group_by=args.group_by, unmapped=args.unmapped, name=args.name,
+                                  validation_fraction=args.validation_fraction, test_fraction=args.test_fraction)
+    except ImportError_ as error:
+        print(f"piiner-data import: error: {error}", file=sys.stderr)
+        return 2
+    records, groups = report["records"], report["groups"]
+    print("piiner-data import: " + ", ".join(f"{s} {records[s]} records ({groups[s]} groups)" for s in records)
+          + f"; {report['rejected']} rows rejected; labelled types {', '.join(report['labelled_types'])}")
+    for row in report["rejected_rows"][:10]:
+        print(f"  rejected {row['where']}: {row['reason']}", file=sys.stderr)
+    if report["rejected"] > 10:
+        print(f"  ... and {report['rejected'] - 10} more in {args.out}/import_report.json", file=sys.stderr)
+    return 0
 
 
 def main(argv=None):
     args = parser().parse_args(argv)
+    if args.command == "import":
+        return run_import(args)
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     unknown = [s for s in sources if s not in KNOWN_SOURCES]
     if unknown:
