@@ -10,7 +10,8 @@ import textwrap
 import datasets
 import pytest
 import torch
-from conftest import REPO_ROOT, OverflowStopsEarly, build_tiny_tokenizer, env_without_this_repo, tiny_bert_config
+from conftest import (REPO_ROOT, OverflowStopsEarly, build_tiny_tokenizer, env_without_this_repo, save_tiny_snapshot,
+                      tiny_bert_config)
 from safetensors.torch import load_file
 from transformers import BertModel, TrainerCallback
 
@@ -415,3 +416,27 @@ def test_recipe_configs_train_with_the_reference_loss(recipe, tmp_path):
     reference = loss_settings("reference-cpu.yaml")
     assert reference[1] == "SALARY,CRIMINAL_RECORD,AGE,SWIFT_CODE,RELIGION"
     assert loss_settings(recipe) == reference
+
+
+def test_adapting_on_a_folder_of_jsonl_mixes_in_replayed_records_of_the_original_corpus(run_inputs, tmp_path, capsys):
+    # The user's three documents as `piiner-data import` writes them, and 4 records of the original corpus replayed.
+    backbone, data = run_inputs
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for split, records in (("train", tiny_records()["train"].select(range(3))),
+                           ("validation", tiny_records()["validation"].select(range(2)))):
+        with open(mine / f"{split}.jsonl", "w") as f:
+            f.writelines(json.dumps({**r, "labelled_types": ["PERSON", "EMAIL"]}) + "\n" for r in records)
+    base = save_tiny_snapshot(tmp_path / "base")  # a trained model whose card says where it was published
+    (base / "model_card_inputs.json").write_text(json.dumps({"repo_id": "acme/piiner-small"}))
+    out = str(tmp_path / "run")
+    main(train_argv(backbone, str(mine), out, "--test_split", "none", "--max_steps", "1", "--eval_strategy", "no",
+                    "--save_strategy", "no", "--replay_dataset", data, "--replay_records", "4",
+                    "--init_from_checkpoint", str(base)))
+    logged = capsys.readouterr().out
+    assert f"training on 3 records of {mine} and 4 replayed from {data}" in logged
+    with open(os.path.join(out, "README.md"), encoding="utf-8") as f:
+        card = f.read()
+    assert "- training records: 7" in card
+    assert f"- adapted from: {base}, with 4 records of {data} replayed" in card
+    assert "base_model: acme/piiner-small" in card

@@ -390,7 +390,8 @@ def write_model_card(output_dir, config, reports, commands=None, data_sources=()
     return content
 
 
-def training_card_inputs(trainer, data_args, train_records, n_oversampled, reports, command, base_model):
+def training_card_inputs(trainer, data_args, train_records, n_oversampled, reports, command, base_model,
+                         model_args=None):
     """The card's inputs from a finished `piiner-train` run: its reports, the sources of its training records and a
     summary of the run (records, steps, window, learning rates, loss weights and how the loss read partially
     labelled text, processes, seed, command)."""
@@ -407,6 +408,10 @@ def training_card_inputs(trainer, data_args, train_records, n_oversampled, repor
             + (f", sources {data_args.source_repeats}" if data_args.source_repeats else "") + ")"
             if n_oversampled else ""
         ),
+        **({"adapted from": f"{model_args.init_from_checkpoint}, with {data_args.replay_records:,} records of "
+                            f"{data_args.replay_dataset} replayed" if data_args.replay_dataset
+                            else model_args.init_from_checkpoint}
+           if model_args is not None and model_args.init_from_checkpoint else {}),
         "records per training text": (f"1 to {data_args.join_texts}, joined by a blank line or a line break"
                                      if data_args.join_texts > 1 else "1"),
         "optimizer steps": f"{trainer.state.global_step} (epochs: {trainer.state.epoch or 0:.2f})",

@@ -136,6 +136,13 @@ class DataArguments:
         },
     )
     oversample_tiers: str = field(default="1", metadata={"help": "Comma-separated tiers to oversample."})
+    replay_dataset: str | None = field(
+        default=None,
+        metadata={"help": "Adapting a trained model to your data: a dataset (as --dataset) whose training records are "
+                          "mixed in, so the model keeps what it knew (usually the corpus it was trained on)."})
+    replay_records: int = field(
+        default=0, metadata={"help": "How many records of --replay_dataset's training split to mix in (a seeded "
+                                     "random sample)."})
     join_texts: int = field(
         default=1,
         metadata={
@@ -329,8 +336,8 @@ ARGUMENT_CLASSES = (ModelArguments, DataArguments, PiiTrainingArguments)
 # Arguments naming files or folders. In a YAML they are relative to the YAML's folder; an argument that may also be a
 # Hub id (org/name) is read as a path when it starts with ./, ../, / or ~, or names something that exists there.
 PATH_ARGUMENTS = ("output_dir", "logging_dir")
-PATH_OR_HUB_ARGUMENTS = ("dataset", "model_name_or_path", "init_from_checkpoint", "tokenizer_name_or_path",
-                         "resume_from_checkpoint")
+PATH_OR_HUB_ARGUMENTS = ("dataset", "replay_dataset", "model_name_or_path", "init_from_checkpoint",
+                         "tokenizer_name_or_path", "resume_from_checkpoint")
 
 
 def _resolve_yaml_path(key, value, folder):

@@ -8,6 +8,7 @@ the command line overrides it. The output folder is a complete Hub model repo: w
 tiers, tokenizer, the model's code files, a model card (README.md) and the evaluation reports.
 """
 
+import dataclasses
 import json
 import logging
 import os
@@ -25,7 +26,7 @@ from piiner.training.args import parse_args, resolve_backbone
 from piiner.training.callbacks import HubFilesCallback, NonFiniteGuard
 from piiner.training.class_weights import inverse_sqrt_class_weights, label_counts
 from piiner.training.collator import PiiNerCollator
-from piiner.training.features import RecordCheck, build_features, join_records, oversample
+from piiner.training.features import JOINED_COLUMNS, RecordCheck, build_features, join_records, oversample
 from piiner.evaluation.model_card import training_card_inputs, write_model_card
 from piiner.training.args import EMBEDDED_MINILM
 from piiner.training.hub import ensure_code_files, format_upload_plan, upload_plan
@@ -74,6 +75,19 @@ def select_split(records, name, limit, what, label_types):
     if not len(checked):
         raise SystemExit(f"no usable {what} record: {check.describe(len(split))}")
     return checked
+
+
+def with_replay(train_records, data_args, label_types, seed):
+    """The user's training records with `replay_records` of the replay corpus's training records mixed in (a seeded
+    sample): adapting on a few hundred documents alone, a model forgets the text it was trained on."""
+    replay_args = dataclasses.replace(data_args, dataset=data_args.replay_dataset)
+    replay = select_split(load_records(replay_args), data_args.train_split, None, "replay", label_types)
+    replay = replay.shuffle(seed=seed).select(range(min(data_args.replay_records, len(replay))))
+    columns = [c for c in JOINED_COLUMNS if c in train_records.column_names and c in replay.column_names]
+    rows = train_records.select_columns(columns).to_list() + replay.select_columns(columns).to_list()
+    logger.info("training on %d records of %s and %d replayed from %s", len(train_records), data_args.dataset,
+                len(replay), data_args.replay_dataset)
+    return datasets.Dataset.from_list(rows)
 
 
 def build_model(model_args):
@@ -141,6 +155,9 @@ def main(argv=None, extra_callbacks=()):
         select_split(records, data_args.test_split, None, "test", label_types)
         if data_args.test_split in records else None
     )
+
+    if data_args.replay_dataset and data_args.replay_records > 0:
+        train_records = with_replay(train_records, data_args, label_types, training_args.seed)
 
     # What the model trains on: the records, joined into longer texts when asked (the card counts the records).
     train_texts = join_records(train_records, data_args.join_texts, training_args.seed)
@@ -249,14 +266,25 @@ def finish_output_folder(trainer, model_args, data_args, reports, train_records,
             json.dump(report, f, indent=2)
         named_reports[f"{os.path.basename(os.path.normpath(data_args.dataset))} {split} split"] = report
     write_model_card(args.output_dir, trainer.model.config, **training_card_inputs(
-        trainer, data_args, train_records, n_oversampled, named_reports, command, hub_base_model(model_args)))
+        trainer, data_args, train_records, n_oversampled, named_reports, command, hub_base_model(model_args),
+        model_args))
     if args.push_dry_run:
         repo_id = args.hub_model_id or os.path.basename(os.path.abspath(args.output_dir))
         print(format_upload_plan(upload_plan(args.output_dir), repo_id), flush=True)
 
 
 def hub_base_model(model_args):
-    """The Hub id of the encoder for the card's metadata, when there is one (not for a local folder)."""
+    """The Hub id of the model this one starts from, for the card's metadata, when there is one: the checkpoint an
+    adapted model started from (its Hub id, or the repo its saved card names), else the encoder."""
+    if model_args.init_from_checkpoint:
+        name = model_args.init_from_checkpoint
+        if _looks_like_hub_id(name) and not os.path.exists(name):
+            return name
+        try:
+            with open(os.path.join(name, "model_card_inputs.json"), encoding="utf-8") as f:
+                return json.load(f).get("repo_id")
+        except (OSError, ValueError):
+            return None
     name = model_args.model_name_or_path
     if name.lower() == EMBEDDED_MINILM.lower():
         return "sentence-transformers/all-MiniLM-L6-v2"
