@@ -424,17 +424,22 @@ def test_adapting_on_a_folder_of_jsonl_mixes_in_replayed_records_of_the_original
     mine = tmp_path / "mine"
     mine.mkdir()
     for split, records in (("train", tiny_records()["train"].select(range(3))),
-                           ("validation", tiny_records()["validation"].select(range(2)))):
+                           ("validation", tiny_records()["validation"].select(range(2))),
+                           ("test", tiny_records()["test"].select(range(2)))):
         with open(mine / f"{split}.jsonl", "w") as f:
             f.writelines(json.dumps({**r, "labelled_types": ["PERSON", "EMAIL"]}) + "\n" for r in records)
     base = save_tiny_snapshot(tmp_path / "base")  # a trained model whose card says where it was published
     (base / "model_card_inputs.json").write_text(json.dumps({"repo_id": "acme/piiner-small"}))
     out = str(tmp_path / "run")
-    main(train_argv(backbone, str(mine), out, "--test_split", "none", "--max_steps", "1", "--eval_strategy", "no",
+    main(train_argv(backbone, str(mine), out, "--test_split", "test", "--max_steps", "1", "--eval_strategy", "no",
                     "--save_strategy", "no", "--replay_dataset", data, "--replay_records", "4",
                     "--init_from_checkpoint", str(base)))
     logged = capsys.readouterr().out
     assert f"training on 3 records of {mine} and 4 replayed from {data}" in logged
+    # the user's test split and the replayed corpus's, scored before and after
+    assert "adaptation, strict span scores before -> after:" in logged
+    with open(os.path.join(out, "adaptation.json")) as f:
+        assert [row["set"] for row in json.load(f)] == [f"{mine} test", f"{data} test (3 records)"]
     with open(os.path.join(out, "README.md"), encoding="utf-8") as f:
         card = f.read()
     assert "- training records: 7" in card

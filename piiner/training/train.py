@@ -90,6 +90,52 @@ def with_replay(train_records, data_args, label_types, seed):
     return datasets.Dataset.from_list(rows)
 
 
+def records_of_replay(data_args, label_types):
+    """A seeded sample of the replayed corpus's test split, or None (no replay, or no such split)."""
+    if not data_args.replay_dataset or not data_args.test_split:
+        return None
+    replay = load_records(dataclasses.replace(data_args, dataset=data_args.replay_dataset))
+    if data_args.test_split not in replay:
+        return None
+    return select_split(replay, data_args.test_split, data_args.max_eval_samples or 300, "replay test", label_types)
+
+
+def adaptation_sets(data_args, test_records, test_features, replay_test, tokenizer, config, window):
+    """`[(name, records, features)]`: the sets an adapted model is scored on before and after training."""
+    sets = []
+    if test_features is not None:
+        sets.append((f"{data_args.dataset} {data_args.test_split}", test_records, test_features))
+    if replay_test is not None:
+        features = build_features(replay_test, tokenizer, config, desc="tokenize replay test", **window)
+        sets.append((f"{data_args.replay_dataset} {data_args.test_split} ({len(replay_test)} records)", replay_test,
+                     features))
+    return sets
+
+
+def score_on(trainer, records, features):
+    evaluator = SpanEvaluator(records, features, trainer.model.config)
+    kept, trainer.compute_metrics = trainer.compute_metrics, evaluator
+    try:
+        trainer.predict(features, metric_key_prefix="adaptation")
+    finally:
+        trainer.compute_metrics = kept
+    return evaluator.last_report["overall"]
+
+
+def report_adaptation(output_dir, names, before, after):
+    """Prints and writes (adaptation.json) each set's strict scores before and after adapting."""
+    rows = [{"set": name, "before": {k: b[k] for k in ("precision", "recall", "f1")},
+             "after": {k: a[k] for k in ("precision", "recall", "f1")}} for name, b, a in zip(names, before, after)]
+    with open(os.path.join(output_dir, "adaptation.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    lines = ["adaptation, strict span scores before -> after:", "| set | precision | recall | F1 |", "|---|---|---|---|"]
+    for row in rows:
+        b, a = row["before"], row["after"]
+        lines.append(f"| {row['set']} | " + " | ".join(f"{b[k]:.3f} -> {a[k]:.3f}" for k in ("precision", "recall",
+                                                                                              "f1")) + " |")
+    print("\n".join(lines), flush=True)
+
+
 def build_model(model_args):
     """(tokenizer, model): a fresh head on the backbone, or a saved piiner model to continue from."""
     overrides = {k: v for k in ("char_dropout", "classifier_dropout", "fusion", "use_crf")
@@ -227,6 +273,10 @@ def main(argv=None, extra_callbacks=()):
         callbacks=callbacks,
         class_weights=class_weights,
     )
+    # An adapted model is judged by what changed: the user's test split and the replayed corpus's, before and after.
+    comparisons = adaptation_sets(data_args, test_records, test_features, records_of_replay(data_args, label_types),
+                                  tokenizer, config, window) if model_args.init_from_checkpoint else []
+    before = [score_on(trainer, *c[1:]) for c in comparisons]
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     if trainer.control.should_training_stop and trainer.state.global_step < trainer.state.max_steps:
         logger.info("training stopped early at step %d", trainer.state.global_step)
@@ -244,6 +294,9 @@ def main(argv=None, extra_callbacks=()):
         trainer.save_metrics("test", metrics)
         reports["test"] = {**trainer.compute_metrics.last_report, "n_texts": len(test_records)}
 
+    if comparisons and trainer.is_world_process_zero():
+        after = [score_on(trainer, *c[1:]) for c in comparisons]
+        report_adaptation(training_args.output_dir, [c[0] for c in comparisons], before, after)
     if trainer.is_world_process_zero():
         finish_output_folder(trainer, model_args, data_args, reports, train_records, n_oversampled)
     if training_args.push_to_hub:
