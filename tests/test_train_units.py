@@ -650,3 +650,34 @@ def test_a_record_without_a_spans_field_is_rejected_not_read_as_free_of_pii():
     kept = check(records, set(PII_TYPES))
     assert kept["id"] == ["a", "c"]
     assert check.rejected == {"no_spans_field": ["b"], "unknown_label": ["d"]}
+
+
+def test_span_eval_scores_a_partially_labelled_record_on_the_types_it_labels_only():
+    # A clinical note labelled for PERSON only: the e-mail address the model finds there is not a false positive.
+    import datasets
+    import numpy as np
+    from transformers import EvalPrediction
+
+    from conftest import build_tiny_tokenizer, tiny_bert_config
+    from piiner.hub.configuration_piiner import PiiNerConfig
+    from piiner.training.features import build_features
+    from piiner.training.span_eval import SpanEvaluator
+
+    text = "ann mailed bob@x.com"
+    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    rows = [{"id": str(i), "text": text, "spans": [{"start": 0, "end": 3, "label": "PERSON"}],
+             "labelled_types": types} for i, types in enumerate((["PERSON"], None))]
+    records = datasets.Dataset.from_list(rows)
+    features = build_features(records, build_tiny_tokenizer(), config, max_length=32, stride=8)
+    label = {v: int(k) for k, v in config.id2label.items()}
+    tags = np.full((len(features), 32), -100)
+    for row, offsets in enumerate(features["offset_mapping"]):
+        for t, (start, end) in enumerate(offsets):
+            if end > start:
+                tags[row, t] = (label["B-PERSON"] if start == 0 else label["I-PERSON"] if start < 3
+                                else label["B-EMAIL"] if start == 11 else label["I-EMAIL"] if start > 11
+                                else label["O"])
+    evaluator = SpanEvaluator(records, features, config)
+    evaluator(EvalPrediction(predictions=(tags, np.ones(tags.shape, dtype=np.float32)), label_ids=None))
+    # record 0 scores 1 of 1 right; record 1 (every type labelled) has the e-mail as a false positive
+    assert evaluator.last_report["overall"]["precision"] == 2 / 3

@@ -3,7 +3,8 @@
 The Trainer hands over per-window Viterbi tags and confidences; windows of one text are merged
 (``decoding_piiner.merge_windows``), decoded to entities with exact offsets (``decode_entities``) and scored
 against the records' gold spans with ``evaluation.metrics.span_metrics`` (predictions inside a record's unjudged
-spans set aside): the same path the pipeline takes.
+spans set aside, and, in a record that labels some types only, predictions of the types it does not label: they
+are neither right nor wrong there): the same path the pipeline takes.
 """
 
 import numpy as np
@@ -42,6 +43,7 @@ class SpanEvaluator:
         self.texts = records["text"]
         self.gold = [[(s["start"], s["end"], s["label"]) for s in spans or ()] for spans in records["spans"]]
         self.unjudged = records["unjudged_spans"] if "unjudged_spans" in records.column_names else None
+        self.labelled = records["labelled_types"] if "labelled_types" in records.column_names else None
         self.offsets = features["offset_mapping"]
         self.example_index = features["example_index"]
         self.id2label = {int(k): v for k, v in config.id2label.items()}
@@ -72,7 +74,9 @@ class SpanEvaluator:
     def __call__(self, eval_prediction):
         decoded_tags, tag_scores = eval_prediction.predictions
         predictions = self.predict_spans(np.asarray(decoded_tags), np.asarray(tag_scores))
-        pred = [[(e["start"], e["end"], e["type"]) for e in entities] for entities in predictions]
+        labelled = self.labelled or [None] * len(predictions)
+        pred = [[(e["start"], e["end"], e["type"]) for e in entities if types is None or e["type"] in types]
+                for entities, types in zip(predictions, labelled)]
         report = span_metrics(self.gold, set_aside_unjudged(pred, self.unjudged)[0])
         self.last_report, self.last_predictions = report, predictions
         return flatten_report(report)
