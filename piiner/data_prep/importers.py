@@ -71,15 +71,22 @@ def load_label_map(path):
 
 # -- readers ------------------------------------------------------------------------------------------------------
 
-def _json_lines(path):
+def _text_rows(path):
+    """`(where, row)` for each JSON object with a text field of a JSONL file, or a `Bad` for a line that is not."""
     with open(path, encoding="utf-8-sig") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
+            where = f"{path}:{number}"
             try:
-                yield number, json.loads(line)
+                row = json.loads(line)
             except json.JSONDecodeError as error:
-                yield number, Bad(f"{path}:{number}", f"not JSON ({error.msg})")
+                yield Bad(where, f"not JSON ({error.msg})")
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+                yield Bad(where, "no text field")
+                continue
+            yield where, row
 
 
 def read_label_studio(path):
@@ -109,14 +116,11 @@ def read_label_studio(path):
 
 
 def read_doccano(path):
-    for number, row in _json_lines(path):
-        where = f"{path}:{number}"
-        if isinstance(row, Bad):
-            yield row
+    for number, item in enumerate(_text_rows(path), 1):
+        if isinstance(item, Bad):
+            yield item
             continue
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-            yield Bad(where, "no text field")
-            continue
+        where, row = item
         if "entities" in row:
             raw = [(e.get("start_offset"), e.get("end_offset"), e.get("label")) for e in row["entities"]]
         else:
@@ -192,14 +196,11 @@ def read_conll(path):
 
 
 def read_jsonl(path):
-    for number, row in _json_lines(path):
-        where = f"{path}:{number}"
-        if isinstance(row, Bad):
-            yield row
+    for number, item in enumerate(_text_rows(path), 1):
+        if isinstance(item, Bad):
+            yield item
             continue
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-            yield Bad(where, "no text field")
-            continue
+        where, row = item
         spans = row.get("spans")
         if not isinstance(spans, list) or not all(isinstance(s, dict) for s in spans):
             yield Bad(where, "spans must be a list of {start, end, label}")
