@@ -202,3 +202,11 @@ def test_the_surrogate_of_a_valid_value_is_a_valid_value_of_the_same_type_and_la
 def test_a_base58_wallet_stays_in_its_alphabet(gen):
     fake = gen("1BoatSLRHtKNngkdXEeobR76b53LETtpyT", "CRYPTO_WALLET")
     assert len(fake) == 34 and fake[0] == "1" and not set(fake) & set("0OIl")
+
+
+def test_one_person_named_in_full_in_parts_and_in_capitals_is_one_fake_person(gen):
+    full = gen("John Smith", "PERSON")
+    first, last = full.split()
+    assert gen("John", "PERSON") == first and gen("Smith", "PERSON") == last
+    assert gen("JOHN SMITH", "PERSON") == full.upper() and gen("Mr. Smith", "PERSON") == f"Mr. {last}"
+    assert gen("Mary Smith", "PERSON").split()[1] == last and gen("Mary Smith", "PERSON") != full

@@ -203,20 +203,26 @@ def fake_ip(value, rng, faker):
     )
 
 
-def fake_person(value, rng, faker):
+def fake_person(value, word_fake):
+    """A name word by word: titles kept, an initial stays an initial, every other word replaced by `word_fake(word,
+    pool)`, where pool says whether the word reads as a first name or a last name."""
     parts = re.split(r"(\s+)", value)
-    words = [i for i, p in enumerate(parts) if p and not p.isspace()]
-    if not words:
+    names = [i for i, p in enumerate(parts) if p and not p.isspace() and p.rstrip(".").lower() not in NAME_TITLES]
+    if not names:
         return None
-    names = [i for i in words if parts[i].rstrip(".").lower() not in NAME_TITLES]
     for n, i in enumerate(names):
         original = parts[i]
         if re.fullmatch(r"[^\W\d_]\.?", original):  # an initial stays an initial
-            fake = rng.choice(string.ascii_uppercase) + original[1:]
-        else:
-            fake = faker.last_name() if n == len(names) - 1 and len(names) > 1 else faker.first_name()
-        parts[i] = match_case(original, fake)
+            parts[i] = word_fake(original[0], "initial") + original[1:]
+            continue
+        alone = len(names) == 1
+        last = n == len(names) - 1 and not alone or alone and original.capitalize() not in _FIRST_NAMES
+        parts[i] = match_case(original, word_fake(original, "last" if last else "first"))
     return "".join(parts)
+
+
+_FIRST_NAMES = frozenset(next(p for p in Faker("en_US").get_providers()
+                              if type(p).__module__.endswith("person.en_US")).first_names)
 
 
 def fake_category(pii_type):
@@ -393,7 +399,6 @@ GENERATORS = {
     "USERNAME": fake_username,
     "URL": fake_url,
     "IP_ADDRESS": fake_ip,
-    "PERSON": fake_person,
     "DATE": fake_date,
     "DATE_OF_BIRTH": fake_date,
     "LOCATION": fake_location,
@@ -409,7 +414,7 @@ def canonical_value(value, pii_type):
     """What makes two values one thing: an e-mail address in any case; a card, phone, SSN or IBAN in any layout (its
     digits and letters); a MAC address without its separators, in any case. The surrogate's seed is drawn from it, so
     "4111 1111 1111 1111" and "4111-1111-1111-1111" get the same digits, each in its own layout."""
-    if pii_type == "EMAIL":
+    if pii_type in ("EMAIL", "PERSON"):
         return value.casefold()
     if pii_type in ("CREDIT_CARD", "PHONE", "SSN", "TAX_ID", "IBAN", "DEVICE_ID", "BANK_ACCOUNT"):
         return re.sub(r"[\s().:+-]", "", value).upper()
@@ -472,7 +477,22 @@ class SurrogateGenerator:
                 return candidate
         return candidate
 
+    def _word_fake(self, word, pool, attempt):
+        """One word of a person's name: the same word gets the same fake wherever it stands, so "John Smith", "JOHN"
+        and "Smith" in one document stay one fake person."""
+        seed = int.from_bytes(keyed_digest(self._key, "surrogate", "PERSON", pool, word.casefold(), str(attempt)), "big")
+        if pool == "initial":
+            return random.Random(seed).choice(string.ascii_uppercase)
+        self._faker.seed_instance(seed)
+        return self._faker.last_name() if pool == "last" else self._faker.first_name()
+
     def _generate(self, value, pii_type, canonical, first_attempt):
+        if pii_type == "PERSON":
+            for attempt in range(first_attempt * self.MAX_ATTEMPTS, (first_attempt + 1) * self.MAX_ATTEMPTS):
+                candidate = fake_person(value, lambda word, pool: self._word_fake(word, pool, attempt))
+                if candidate is None or candidate.casefold() != value.casefold():
+                    break
+            return candidate if candidate is not None else random_like(value, random.Random(attempt))
         generator = GENERATORS.get(pii_type)
         for attempt in range(first_attempt * self.MAX_ATTEMPTS, (first_attempt + 1) * self.MAX_ATTEMPTS):
             seed = int.from_bytes(keyed_digest(self._key, "surrogate", pii_type, canonical, str(attempt)), "big")
