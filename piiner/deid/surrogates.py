@@ -487,18 +487,15 @@ class SurrogateGenerator:
         return self._faker.last_name() if pool == "last" else self._faker.first_name()
 
     def _generate(self, value, pii_type, canonical, first_attempt):
-        if pii_type == "PERSON":
-            for attempt in range(first_attempt * self.MAX_ATTEMPTS, (first_attempt + 1) * self.MAX_ATTEMPTS):
-                candidate = fake_person(value, lambda word, pool: self._word_fake(word, pool, attempt))
-                if candidate is None or candidate.casefold() != value.casefold():
-                    break
-            return candidate if candidate is not None else random_like(value, random.Random(attempt))
         generator = GENERATORS.get(pii_type)
         for attempt in range(first_attempt * self.MAX_ATTEMPTS, (first_attempt + 1) * self.MAX_ATTEMPTS):
             seed = int.from_bytes(keyed_digest(self._key, "surrogate", pii_type, canonical, str(attempt)), "big")
             rng = random.Random(seed)
-            self._faker.seed_instance(seed)
-            candidate = generator(value, rng, self._faker) if generator else None
+            if pii_type == "PERSON":  # word by word, each word's fake seeded by the word itself
+                candidate = fake_person(value, lambda word, pool: self._word_fake(word, pool, attempt))
+            else:
+                self._faker.seed_instance(seed)
+                candidate = generator(value, rng, self._faker) if generator else None
             if candidate is None:
                 candidate = random_like(value, rng)
             if candidate.casefold() != value.casefold():
