@@ -48,7 +48,7 @@ REF := runs/reference
 reference: baselines
 	$(BIN)/piiner-data build --sources $(ALL_SOURCES) --synthetic-per-type 600 --out data/reference
 	$(BIN)/piiner-train --config configs/reference-cpu.yaml --overwrite_output_dir true
-	$(PY) -m piiner.evaluation.out_of_source in-source --model $(REF) --data data/reference --sources $(ALL_SOURCES) \
+	$(PY) experiments/out_of_source.py in-source --model $(REF) --data data/reference --sources $(ALL_SOURCES) \
 		--out $(REF)
 	$(PY) -m piiner.evaluation.model_card $(REF) $(foreach s,$(subst $(,), ,$(ALL_SOURCES)),--report "$(s) test=$(REF)/eval_$(s).json")
 
@@ -61,7 +61,7 @@ reference: baselines
 NER_SETS := btc,wikigold,sec_filings,uner_ewt,gum
 OOS := runs/oos-ner
 # The ablation without the five NER corpora, as every target below runs it.
-NER_ABLATION := $(PY) -m piiner.evaluation.out_of_source ablation --held-out $(NER_SETS) \
+NER_ABLATION := $(PY) experiments/out_of_source.py ablation --held-out $(NER_SETS) \
 	--also formats,dense,synthetic,presidio --sources $(ALL_SOURCES) --config configs/out-of-source.yaml \
 	--data data/reference
 NER_LIST := $(subst $(,), ,$(NER_SETS))
@@ -72,11 +72,11 @@ out-of-source-ner: baselines
 		$(foreach s,$(NER_LIST),--report "$(s), out of source, report half=$(OOS)/report_variant_0_$(s).json") \
 		$(foreach s,$(NER_LIST),--report "$(s), out of source, every document=$(OOS)/whole_variant_0_$(s).json") \
 		$(foreach s,$(NER_LIST),--report "$(s), out of source=$(OOS)/eval_variant_0_$(s).json")
-	$(PY) -m piiner.evaluation.out_of_source table $(OOS) --prefix eval_variant_0_ --in-source $(REF)
-	$(PY) -m piiner.evaluation.out_of_source table $(OOS) --prefix whole_variant_0_ --label "piiner F1, every document"
-	$(PY) -m piiner.evaluation.out_of_source table $(OOS) --prefix report_variant_0_ --label "piiner F1, report half"
-	$(PY) -m piiner.evaluation.out_of_source ablation-table $(OOS)
-	$(PY) -m piiner.evaluation.out_of_source ablation-table $(OOS) --scored whole
+	$(PY) experiments/out_of_source.py table $(OOS) --prefix eval_variant_0_ --in-source $(REF)
+	$(PY) experiments/out_of_source.py table $(OOS) --prefix whole_variant_0_ --label "piiner F1, every document"
+	$(PY) experiments/out_of_source.py table $(OOS) --prefix report_variant_0_ --label "piiner F1, report half"
+	$(PY) experiments/out_of_source.py ablation-table $(OOS)
+	$(PY) experiments/out_of_source.py ablation-table $(OOS) --scored whole
 
 # What the CRF, the char CNN, the gate and partial annotation earn under today's recipe (docs/results.md): the model
 # without a CRF (per-token softmax), the one without a char CNN, the one without a gate and the one reading unlabelled
@@ -86,8 +86,8 @@ out-of-source-ner: baselines
 # draw 4: `git checkout 392a432 && make out-of-source-parts`.)
 out-of-source-parts: baselines
 	$(NER_ABLATION) --variants 3,2,1,4 --train-seeds 42,43 --seed $(firstword $(DRAWS)) --out $(FIRST_DRAW)
-	$(PY) -m piiner.evaluation.out_of_source ablation-table $(FIRST_DRAW) --scored whole
-	$(PY) -m piiner.evaluation.out_of_source ablation-table $(FIRST_DRAW)
+	$(PY) experiments/out_of_source.py ablation-table $(FIRST_DRAW) --scored whole
+	$(PY) experiments/out_of_source.py ablation-table $(FIRST_DRAW)
 
 # The README's headline: the recipe trained without the five NER corpora on two draws of the generated corpus
 # (--seed 2 and 3), two training seeds each, every document scored and each half apart, the baselines on the same
@@ -99,9 +99,9 @@ DRAWS := 2 3
 FIRST_DRAW := runs/oos-draw$(firstword $(DRAWS))
 out-of-source-draws: baselines
 	for d in $(DRAWS); do $(NER_ABLATION) --variants 0 --train-seeds 42,43 --seed $$d --out runs/oos-draw$$d || exit 1; done
-	$(PY) -m piiner.evaluation.out_of_source table $(foreach d,$(DRAWS),runs/oos-draw$(d)) --prefix report_variant_0_ \
+	$(PY) experiments/out_of_source.py table $(foreach d,$(DRAWS),runs/oos-draw$(d)) --prefix report_variant_0_ \
 		--label "piiner F1, report half"
-	$(PY) -m piiner.evaluation.out_of_source redaction-table $(foreach d,$(DRAWS),runs/oos-draw$(d)) \
+	$(PY) experiments/out_of_source.py redaction-table $(foreach d,$(DRAWS),runs/oos-draw$(d)) \
 		--prefix report_variant_0_
 	$(PY) -m piiner.evaluation.model_card $(REF) --lead \
 		--system "same recipe, without the five NER corpora (2,000 steps; $(FIRST_DRAW), seed 42)" \
@@ -114,11 +114,11 @@ out-of-source-draws: baselines
 # it; needs data/reference and runs/reference from `make reference`.
 LOSO := btc,wikigold,sec_filings,uner_ewt,gum,wnut17,presidio
 out-of-source: baselines
-	$(PY) -m piiner.evaluation.out_of_source leave-one-out --sources $(ALL_SOURCES) --held-out $(LOSO) \
+	$(PY) experiments/out_of_source.py leave-one-out --sources $(ALL_SOURCES) --held-out $(LOSO) \
 		--config configs/out-of-source.yaml --data data/reference --seed $(firstword $(DRAWS)) --out runs/out-of-source
-	$(PY) -m piiner.evaluation.out_of_source table runs/out-of-source --in-source $(REF)
-	$(PY) -m piiner.evaluation.out_of_source table runs/out-of-source --prefix whole_ --label "piiner F1, every document"
-	$(PY) -m piiner.evaluation.out_of_source table runs/out-of-source --prefix report_ --label "piiner F1, report half"
+	$(PY) experiments/out_of_source.py table runs/out-of-source --in-source $(REF)
+	$(PY) experiments/out_of_source.py table runs/out-of-source --prefix whole_ --label "piiner F1, every document"
+	$(PY) experiments/out_of_source.py table runs/out-of-source --prefix report_ --label "piiner F1, report half"
 	$(PY) -m piiner.evaluation.model_card $(REF) --system "same recipe, trained without that source (2,000 steps)" \
 		$(foreach s,$(subst $(,), ,$(LOSO)),--report "$(s), left out=runs/out-of-source/eval_$(s).json")
 

@@ -18,7 +18,7 @@ from transformers import pipeline
 
 from piiner.evaluation.data import load_split
 from piiner.evaluation.metrics import set_aside_unjudged, span_metrics
-from piiner.evaluation.out_of_source import SCORED_TYPES
+from piiner.evaluation.data import SCORED_TYPES
 
 
 def joined(texts, per_doc, joiner):

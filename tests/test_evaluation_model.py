@@ -70,7 +70,7 @@ def test_a_source_scored_in_a_model_folder_keeps_its_predictions_there_and_out_o
     later run is compared with them, and a push to the Hub leaves them out (they hold the corpus's texts)."""
     import shutil
 
-    from piiner.evaluation.out_of_source import evaluate_source
+    from out_of_source import evaluate_source
     from piiner.training.hub import upload_plan
 
     gold = tmp_path / "gold.jsonl"

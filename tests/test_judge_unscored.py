@@ -1,4 +1,4 @@
-"""benchmarks/judge_unscored.py counts verdicts on the spans the reports call unscored, and no others."""
+"""experiments/judge_unscored.py counts verdicts on the spans the reports call unscored, and no others."""
 
 import json
 import subprocess
@@ -18,7 +18,7 @@ def test_count_leaves_out_verdicts_on_types_the_text_labels(tmp_path):
     judged.write_text("number\tside\tsource\tid\tstart\tend\ttype\tverdict\n"
                       "0\temitted\tbtc\tt1\t0\t5\tNATIONALITY\tW\n"
                       "1\temitted\tbtc\tt1\t14\t27\tURL\tR\n")
-    out = subprocess.run([sys.executable, "benchmarks/judge_unscored.py", "count", str(judged), "--data", str(gold)],
+    out = subprocess.run([sys.executable, "experiments/judge_unscored.py", "count", str(judged), "--data", str(gold)],
                          cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert "left out: 1 verdicts on spans their text's gold labels (URL 1)" in out
     assert "| emitted | 1 | 0 | 0% |" in out

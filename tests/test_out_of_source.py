@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from piiner.evaluation.out_of_source import main
+from out_of_source import main
 
 
 def _report(f1, n_texts, compare=None):
@@ -71,7 +71,7 @@ def test_a_folder_that_is_not_there_is_named_in_one_line(tmp_path, capsys, comma
                                            ({"--held-out": "btc,wikigld"}, "--held-out names wikigld")])
 def test_a_sweep_with_a_missing_config_or_an_unknown_held_out_source_stops_before_training(
         tmp_path, monkeypatch, capsys, command, change, named):
-    import piiner.evaluation.out_of_source as oos
+    import out_of_source as oos
 
     monkeypatch.setattr(oos, "trained_without", lambda *a, **k: pytest.fail("a model was trained"))
     (tmp_path / "oos.yaml").write_text("seed: 0\n")
@@ -116,7 +116,7 @@ def test_ablation_table_has_a_row_per_variant_run(tmp_path, capsys):
 
 
 def test_ablation_trains_a_model_per_seed_and_the_table_gives_mean_and_range(tmp_path, monkeypatch, capsys):
-    import piiner.evaluation.out_of_source as oos
+    import out_of_source as oos
 
     trained = []
 

@@ -14,6 +14,7 @@ import os
 from collections import Counter
 
 from piiner.data_prep.records import ANNOTATION_FIELDS, annotation_problem
+from piiner.data_prep.sources.conll import NER_LABELLED_TYPES
 from piiner.options import comma_pairs, load_json_object
 from piiner.hub.pii_schema import TIER_OF
 
@@ -241,3 +242,8 @@ def align_predictions(gold_rows, pred_rows, pred_path, known_ids=None):
 
 __all__ = ["HALVES", "parse_label_map", "load_gold", "load_split", "select_rows", "document_of", "document_half",
            "check_and_map_spans", "align_predictions", "prediction_spans", "read_jsonl"]
+
+
+# The types each human-labelled corpus labels: only these are scored on it (the rest of its text is unlabelled).
+SCORED_TYPES = {name: NER_LABELLED_TYPES for name in ("wnut17", "btc", "wikigold", "sec_filings", "uner_ewt")}
+SCORED_TYPES["gum"] = NER_LABELLED_TYPES + ("DATE",)

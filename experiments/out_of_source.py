@@ -1,19 +1,19 @@
 """Out-of-source evaluation: how a model does on a source it never trained on.
 
-    python -m piiner.evaluation.out_of_source leave-one-out --sources synthetic,presidio,wnut17,btc,... \\
+    python experiments/out_of_source.py leave-one-out --sources synthetic,presidio,wnut17,btc,... \\
         --held-out btc,wikigold,... --config configs/out-of-source.yaml --data data/reference --out runs/oos
-    python -m piiner.evaluation.out_of_source ablation --sources ... --held-out wikigold,sec_filings,gum \\
+    python experiments/out_of_source.py ablation --sources ... --held-out wikigold,sec_filings,gum \\
         --config configs/out-of-source.yaml --data data/reference --out runs/ablation
-    python -m piiner.evaluation.out_of_source in-source --model runs/reference --data data/reference \
+    python experiments/out_of_source.py in-source --model runs/reference --data data/reference \
         --sources btc,wikigold,... --out runs/reference
-    python -m piiner.evaluation.out_of_source table runs/oos [--in-source runs/reference]
-    python -m piiner.evaluation.out_of_source table runs/ablation --prefix eval_variant_0_ --in-source runs/reference
-    python -m piiner.evaluation.out_of_source table runs/ablation --prefix whole_variant_0_
-    python -m piiner.evaluation.out_of_source halves runs/ablation --data data/reference
-    python -m piiner.evaluation.out_of_source table runs/ablation --prefix development_variant_0_
-    python -m piiner.evaluation.out_of_source table runs/oos-draw2 runs/oos-draw3 --prefix report_variant_0_
-    python -m piiner.evaluation.out_of_source ablation-table runs/ablation
-    python -m piiner.evaluation.out_of_source unscored-table runs/reference
+    python experiments/out_of_source.py table runs/oos [--in-source runs/reference]
+    python experiments/out_of_source.py table runs/ablation --prefix eval_variant_0_ --in-source runs/reference
+    python experiments/out_of_source.py table runs/ablation --prefix whole_variant_0_
+    python experiments/out_of_source.py halves runs/ablation --data data/reference
+    python experiments/out_of_source.py table runs/ablation --prefix development_variant_0_
+    python experiments/out_of_source.py table runs/oos-draw2 runs/oos-draw3 --prefix report_variant_0_
+    python experiments/out_of_source.py ablation-table runs/ablation
+    python experiments/out_of_source.py unscored-table runs/reference
 
 `leave-one-out` trains one model per held-out source on every other source (a corpus built without it, so no
 synthetic record carries its sentences either) and scores it on that source's test split; `ablation` trains each
@@ -37,14 +37,10 @@ import subprocess
 import sys
 
 from piiner.data_prep.build import build
-from piiner.data_prep.sources.conll import NER_LABELLED_TYPES
-from piiner.evaluation.data import HALVES
+from piiner.evaluation.data import HALVES, SCORED_TYPES
 from piiner.evaluation.metrics import RELAXED_SCHEMES
 from piiner.evaluation.report import interval_text
 
-# What a source's people labelled: scored on those types alone (a NER corpus says nothing about emails).
-SCORED_TYPES = {name: NER_LABELLED_TYPES for name in ("wnut17", "btc", "wikigold", "sec_filings", "uner_ewt")}
-SCORED_TYPES["gum"] = NER_LABELLED_TYPES + ("DATE",)
 
 # The systems every score is compared with, on the same rows in the same run, and their tables' column headings.
 BASELINES = {"presidio": "Presidio + spaCy F1", "rampart": "Rampart F1", "regex": "regex F1"}
@@ -452,7 +448,7 @@ def _mean_and_range(values, unit="seeds"):
 
 
 def parser():
-    p = argparse.ArgumentParser(prog="python -m piiner.evaluation.out_of_source", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python experiments/out_of_source.py", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name, help_text in (("leave-one-out", "a model per held-out source, trained on all the others"),
                             ("ablation", "each variant trained once without the held-out sources")):

@@ -4,7 +4,7 @@ reading: how many of them are real PII, and whether the spans a recipe change re
 The NER corpora label persons, places and organizations (GUM also dates; BTC also handles and links, by pattern);
 every other span a model finds there is unscored, as the reports count it (`metrics.judged_types`), and no F1 says
 whether it was right. `draw` reads a model's saved predictions on every document
-(`_predictions/whole_<name>_<source>.jsonl` of `python -m piiner.evaluation.out_of_source ablation`) and writes a
+(`_predictions/whole_<name>_<source>.jsonl` of `python experiments/out_of_source.py ablation`) and writes a
 random sample of its unscored spans ("emitted") as a numbered list for a reader to judge. Given a second model, it
 samples instead the unscored spans that the first has and the second has not ("removed": no span of the same type
 overlaps it) and the reverse ("added"), shuffled into one list without their side, so that the reading is blind.
@@ -12,10 +12,10 @@ overlaps it) and the reverse ("added"), shuffled into one list without their sid
 leaving out (and counting) any verdict on a span its text's gold labels after all. Both read the gold corpus
 (`--data`, data/reference by default, as the ablations score it).
 
-    python benchmarks/judge_unscored.py draw runs/oos-draw2 variant_0 --out JUDGE [--emitted 150 --seed 32]
-    python benchmarks/judge_unscored.py draw runs/oos-draw2 variant_0 variant_4 --out JUDGE [--removed 100 --added 40]
+    python experiments/judge_unscored.py draw runs/oos-draw2 variant_0 --out JUDGE [--emitted 150 --seed 32]
+    python experiments/judge_unscored.py draw runs/oos-draw2 variant_0 variant_4 --out JUDGE [--removed 100 --added 40]
     (write R or W after each number of JUDGE/list.txt into the verdict column of JUDGE/judged.tsv)
-    python benchmarks/judge_unscored.py count JUDGE/judged.tsv
+    python experiments/judge_unscored.py count JUDGE/judged.tsv
 
 A span is right when it is an instance of its type as the schema's public sources label it (a calendar date, a
 demonym, a religion, a person's age, a party or political view, a medical condition, a crime or conviction, a pay
@@ -31,7 +31,7 @@ from collections import Counter, defaultdict
 
 from piiner.evaluation.data import load_gold, read_jsonl
 from piiner.evaluation.metrics import judged_types
-from piiner.evaluation.out_of_source import SCORED_TYPES, WHOLE, saved_predictions
+from out_of_source import SCORED_TYPES, WHOLE, saved_predictions
 
 SOURCES = ("btc", "gum", "sec_filings", "uner_ewt", "wikigold")
 COLUMNS = ("number", "side", "source", "id", "start", "end", "type", "verdict")
