@@ -370,3 +370,52 @@ def test_ctrl_c_ends_with_one_line_saying_what_was_finished_and_how_to_resume(tm
     err = [line for line in stderr.splitlines() if line.startswith("piiner-corpus")]
     assert code == 130 and len(err) == 1 and "Traceback" not in stderr
     assert "interrupted: 1 shard(s) finished" in err[0] and "run the same command again" in err[0]
+
+
+def write_tables(folder):
+    """Two CSV exports of one schema (one with a ragged row) and a Parquet file of three row groups."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir()
+    (folder / "a.csv").write_text("id,ssn,notes\n1,219-09-9999,mail a@b.com\n2,078-05-1120,fine\n")
+    (folder / "b.csv").write_text("id,ssn,notes\n3,123-45-6789,ok\n4,oops\n5,234-56-7890,call 555-201-3344\n")
+    table = pa.table({"email": [f"user{i}@x.org" for i in range(6)], "n": list(range(6))})
+    pq.write_table(table, folder / "c.parquet", row_group_size=2)
+    (folder / "README.md").write_text("not a table")
+    return folder
+
+
+def test_a_folder_of_tables_is_redacted_table_by_table_with_one_decision_per_schema(tmp_path):
+    import pyarrow.parquet as pq
+
+    corpus = write_tables(tmp_path / "tables")
+    out = tmp_path / "out"
+    summary = redact_corpus(corpus, out, SPEC, tables=True, rows_per_shard=4)
+    # a.csv, b.csv, and c.parquet cut into two shards of whole row groups (4 rows, then 2)
+    assert summary["shards"] == 4 and summary["records"] == 4 + 6 and summary["failed"] == 1
+    assert summary["failures"] == {"ragged row": 1} and summary["files_not_read"] == {"not .csv/.tsv/.parquet": 1}
+    assert (out / "part-00000.a.csv").read_text() == "id,ssn,notes\n1,[SSN],mail [EMAIL]\n2,[SSN],fine\n"
+    assert (out / "part-00001.b.csv").read_text() == "id,ssn,notes\n3,[SSN],ok\n5,[SSN],call [PHONE]\n"
+    assert json.loads((out / "rejects" / "part-00001.jsonl").read_text()) == {
+        "row": 2, "reason": "ragged row: 2 fields, the header has 3"}
+    parts = [pq.read_table(out / f"part-0000{i}.c.parquet") for i in (2, 3)]
+    assert [p.num_rows for p in parts] == [4, 2] and parts[1].column("n").to_pylist() == [4, 5]
+    assert set(parts[0].column("email").to_pylist()) == {"[EMAIL]"}
+    reports = json.loads((out / "column_reports.json").read_text())
+    assert [[c["column"] for c in r["columns"]] for r in reports] == [["id", "ssn", "notes"], ["email", "n"]]
+    # started again: every shard is done, nothing is redone
+    assert redact_corpus(corpus, out, SPEC, tables=True, rows_per_shard=4)["shards_skipped_as_done"] == 4
+    assert corpus_main(["--input", str(corpus), "--output", str(tmp_path / "cli"), "--detector", "regex",
+                        "--tables", "--rows-per-shard", "4"]) == 1  # a row rejected: status 1, like piiner-redact
+
+
+@pytest.mark.ray
+def test_ray_redacts_a_folder_of_tables_as_the_local_engine_does(tmp_path):
+    pytest.importorskip("ray")
+    corpus = write_tables(tmp_path / "tables")
+    local = redact_corpus(corpus, tmp_path / "local", SPEC, tables=True, rows_per_shard=4)
+    on_ray = redact_corpus(corpus, tmp_path / "ray", SPEC, tables=True, rows_per_shard=4, engine="ray", num_proc=2)
+    assert (on_ray["records"], on_ray["failures"]) == (local["records"], local["failures"])
+    for name in ("part-00000.a.csv", "part-00001.b.csv", "part-00002.c.parquet", "part-00003.c.parquet"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()

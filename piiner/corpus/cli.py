@@ -47,6 +47,13 @@ def parser():
     p.add_argument("--batch-size", type=positive_int, default=16)
     p.add_argument("--rows-per-shard", type=positive_int, default=50_000)
     p.add_argument("--output-format", choices=("jsonl", "parquet"), default="jsonl")
+    p.add_argument("--tables", action="store_true",
+                   help="the input is CSV, TSV and Parquet tables: each redacted column by column into a table of its "
+                        "own format (column decisions in OUTPUT/column_reports.json)")
+    p.add_argument("--sample-rows", type=positive_int, default=500,
+                   help="with --tables: rows of each schema's first file read to decide its columns")
+    p.add_argument("--use-report", metavar="PATH", help="with --tables: a saved column report (piiner-redact "
+                                                        "--column-report) to apply instead of analysing")
     return p
 
 
@@ -66,11 +73,19 @@ def main(argv=None):
     spec = RedactorSpec(model=args.model, detector=args.detector, mode=args.mode,
                         types=tuple(args.types.split(",")) if args.types else None, min_tier=args.min_tier,
                         key=key, batch_size=args.batch_size, device=args.device)
+    if args.use_report and not args.tables:
+        p.error("--use-report needs --tables")
     try:
+        report = None
+        if args.use_report:
+            from piiner.tables import ColumnReport
+
+            report = ColumnReport.load(args.use_report)
         summary = redact_corpus(args.input, args.output, spec, engine=args.engine, num_proc=args.num_proc,
                                 text_field=args.text_field, detect_only=args.detect_only,
                                 rows_per_shard=args.rows_per_shard, output_format=args.output_format,
-                                address=args.address, num_gpus=args.num_gpus)
+                                address=args.address, num_gpus=args.num_gpus, tables=args.tables,
+                                sample_rows=args.sample_rows, column_report=report)
     except (CorpusError, ValueError) as error:
         print(f"piiner-corpus: error: {error}", file=sys.stderr)
         return 2

@@ -102,25 +102,64 @@ class Job:
     text_field: str = "text"
     detect_only: bool = False
     output_format: str = "jsonl"
+    # A job over tables: the column report of each schema, as ((columns as JSON, report as JSON), ...), decided
+    # once by the driver so every shard of a schema redacts the same columns the same way.
+    column_reports: tuple = ()
 
     def settings(self):
         """`RedactorSpec.settings` and how records are read and written (JSON-shaped, as a done marker holds them);
         detection alone leaves out the redaction mode and key."""
         settings = dict(self.spec.settings(), text_field=self.text_field, detect_only=self.detect_only,
                         output_format=self.output_format)
+        if self.column_reports:
+            decisions = [[d["column"], d["decision"], d["type"]] for _, report in self.column_reports
+                         for d in json.loads(report)["columns"]]
+            settings = dict(self.spec.settings(), column_decisions=decisions)
         if self.detect_only:
             settings.pop("mode"), settings.pop("key", None)
         return json.loads(json.dumps(settings))
+
+    def column_report(self, columns):
+        from piiner.tables import ColumnReport
+
+        reports = dict(self.column_reports)
+        return ColumnReport.from_json(json.loads(reports[json.dumps(list(columns))]))
 
 
 def run_shard(job, shard, redactor=None):
     """Redact one shard and write its files; returns its counts."""
     redactor = redactor or job.spec.cached()
+    if shard.kind == "table":
+        return run_table_shard(job, shard, redactor)
     records, blank_lines = read_shard(shard, job.text_field)
     outputs = []
     for start in range(0, len(records), job.spec.batch_size):
         outputs += redact_records(records[start:start + job.spec.batch_size], redactor, job)
     return write_shard(job, shard, outputs, blank_lines)
+
+
+def run_table_shard(job, shard, redactor):
+    """One table file (or a run of a Parquet file's row groups) redacted into the output folder as
+    `part-NNNNN.<its name>` in its own format, with the job's column decisions for its schema; its rejected rows
+    (number and reason) in rejects/; then its done marker."""
+    import io
+
+    from piiner.tables import redact_table
+    from piiner.tables.formats import Table
+
+    table = Table(shard.path, row_groups=None if shard.stop is None else range(shard.start, shard.stop))
+    path = os.path.join(job.output, f"{shard.name}.{os.path.basename(shard.path)}")
+    rejects = io.BytesIO()
+    with open(f"{path}.partial", "wb") as f:
+        _, summary = redact_table(table, redactor, f, report=job.column_report(table.columns),
+                                  rejects_stream=rejects)
+    os.replace(f"{path}.partial", path)
+    _write_atomically(os.path.join(job.output, "rejects", f"{shard.name}.jsonl"), rejects.getvalue())
+    counts = {"shard": shard.name, "input": os.path.realpath(shard.path), "rows": [shard.start, shard.stop],
+              "settings": job.settings(), "records": summary.written, "failed": sum(summary.rejects.values()),
+              "failures": dict(summary.rejects), "entities": summary.entities, "blank_lines_skipped": 0}
+    _write_atomically(os.path.join(job.output, "_done", f"{shard.name}.json"), json.dumps(counts).encode())
+    return counts
 
 
 def redact_records(records, redactor, job):

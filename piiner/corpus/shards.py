@@ -68,6 +68,48 @@ def plan_shards(source, rows_per_shard=50_000):
     return shards, {reason: sorted(paths) for reason, paths in unread.items()}
 
 
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet")
+
+
+def plan_table_shards(source, rows_per_shard=50_000):
+    """The shards of a folder (or one file) of tables: a CSV or TSV file is one shard, a Parquet file one shard per
+    run of whole row groups holding at least `rows_per_shard` rows (`start`, `stop`: row group indexes). Also
+    {reason: [path, ...]} of the files not read."""
+    path = os.fspath(source)
+    if not os.path.exists(path):
+        raise CorpusError(f"input {path} does not exist")
+    files, unread = ([path] if os.path.isfile(path) else []), {}
+    for root, _, names in os.walk(path):
+        for name in names:
+            if name.startswith((".", "_")):
+                unread.setdefault("name starts with . or _", []).append(os.path.join(root, name))
+            elif os.path.splitext(name)[1].lower() not in TABLE_SUFFIXES:
+                unread.setdefault(f"not {'/'.join(TABLE_SUFFIXES)}", []).append(os.path.join(root, name))
+            else:
+                files.append(os.path.join(root, name))
+    if os.path.isfile(path) and os.path.splitext(path)[1].lower() not in TABLE_SUFFIXES:
+        raise CorpusError(f"{path}: not a table file ({', '.join(TABLE_SUFFIXES)})")
+    if not files:
+        raise CorpusError(f"{path} holds no {', '.join(TABLE_SUFFIXES)} file")
+    shards = []
+    for file in sorted(files):
+        if not file.lower().endswith(".parquet"):
+            shards.append(Shard(len(shards), "table", file))
+            continue
+        import pyarrow.parquet as pq
+
+        metadata = pq.ParquetFile(file).metadata
+        first, rows = 0, 0
+        for group in range(metadata.num_row_groups):
+            rows += metadata.row_group(group).num_rows
+            if rows >= rows_per_shard or group == metadata.num_row_groups - 1:
+                shards.append(Shard(len(shards), "table", file, first, group + 1))
+                first, rows = group + 1, 0
+        if metadata.num_row_groups == 0:
+            shards.append(Shard(len(shards), "table", file, 0, 0))
+    return shards, {reason: sorted(paths) for reason, paths in unread.items()}
+
+
 def _is_saved_dataset(path):
     return os.path.isdir(path) and any(os.path.exists(os.path.join(path, m)) for m in ("dataset_info.json",
                                                                                       "state.json"))

@@ -153,16 +153,21 @@ class ColumnReport:
             f.write("\n")
 
     @classmethod
-    def load(cls, path):
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-            columns = [ColumnDecision(**item) for item in data["columns"]]
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{path}: not a column report written by --column-report ({error})") from None
+    def from_json(cls, data):
+        columns = [ColumnDecision(**item) for item in data["columns"]]
         for d in columns:
             check_decision(d.column, d.decision, d.type)
         return cls(columns, data.get("rows_sampled", 0), data.get("source", ""))
+
+    @classmethod
+    def load(cls, path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return cls.from_json(json.load(f))
+        except (OSError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}: not a column report written by --column-report ({error})") from None
+        except ValueError as error:
+            raise ValueError(f"{path}: {error}") from None
 
     def describe(self):
         width = max((len(d.column) for d in self.columns), default=6)

@@ -65,9 +65,11 @@ def map_leaves(record, change, prefix=""):
 class Table:
     """One input table: `columns` (in order), and `batches()` yielding lists of `(row_number, row or Reject)`."""
 
-    def __init__(self, path, fmt=None, encoding="utf-8-sig", batch_rows=512, max_cell_chars=MAX_CELL_CHARS):
+    def __init__(self, path, fmt=None, encoding="utf-8-sig", batch_rows=512, max_cell_chars=MAX_CELL_CHARS,
+                 row_groups=None):
         self.path, self.fmt, self.encoding = path, table_format(path, fmt), encoding
         self.batch_rows, self.max_cell_chars = batch_rows, max_cell_chars
+        self.row_groups = None if row_groups is None else list(row_groups)  # Parquet: read these groups only
         self.columns = self._columns()
 
     def _text(self):
@@ -168,8 +170,11 @@ class Table:
     def _parquet_rows(self):
         import pyarrow.parquet as pq
 
-        number = 0
-        for batch in pq.ParquetFile(self.path).iter_batches(batch_size=self.batch_rows):
+        parquet = pq.ParquetFile(self.path)
+        groups = self.row_groups
+        # Rows are numbered in the whole file, so a reject names the same row whichever shard read it.
+        number = sum(parquet.metadata.row_group(g).num_rows for g in range(groups[0])) if groups else 0
+        for batch in parquet.iter_batches(batch_size=self.batch_rows, row_groups=groups):
             for row in batch.to_pylist():
                 number += 1
                 yield number, row
