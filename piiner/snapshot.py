@@ -34,12 +34,45 @@ def check_model_path(model_dir):
     return path
 
 
-def load_pipeline(model_dir, device=None, batch_size=None):
-    """The piiner token-classification pipeline of a snapshot folder or Hub id, on `device` (default CPU)."""
+EVIDENCE_KEYS = ("recognizers", "allow_list", "deny_list")
+
+
+def load_evidence(path):
+    """`{"recognizers": [...], "allow_list": [...], "deny_list": {TYPE: [...]}}` from a YAML or JSON file (any of the
+    three keys), each checked as the pipeline checks it; a `ValueError` naming the file and what is wrong."""
+    from piiner.hub.recognizers_piiner import RecognizerError, evidence_from
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            if str(path).endswith((".yaml", ".yml")):
+                import yaml
+
+                data = yaml.safe_load(f)
+            else:
+                import json
+
+                data = json.load(f)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"recognizers file {path}: {error}") from None
+    unknown = sorted(set(data) - set(EVIDENCE_KEYS)) if isinstance(data, dict) else None
+    if not isinstance(data, dict) or unknown:
+        raise ValueError(f"recognizers file {path}: must be a mapping of {', '.join(EVIDENCE_KEYS)}"
+                         + (f"; unknown keys {unknown}" if unknown else ""))
+    try:
+        evidence_from(data.get("recognizers"), data.get("allow_list"), data.get("deny_list"))
+    except RecognizerError as error:
+        raise ValueError(f"recognizers file {path}: {error}") from None
+    return {key: data[key] for key in EVIDENCE_KEYS if data.get(key) is not None}
+
+
+def load_pipeline(model_dir, device=None, batch_size=None, evidence=None):
+    """The piiner token-classification pipeline of a snapshot folder or Hub id, on `device` (default CPU);
+    `evidence` (`load_evidence`) adds recognizers, an allow list and a deny list to every call."""
     from transformers import pipeline
 
     path = check_model_path(model_dir)
     kwargs = {} if batch_size is None else {"batch_size": batch_size}
+    kwargs.update(evidence or {})
     try:
         return pipeline("token-classification", model=path, trust_remote_code=True, device=device,
                         model_kwargs={"use_safetensors": True}, **kwargs)
@@ -52,4 +85,4 @@ def load_pipeline(model_dir, device=None, batch_size=None):
         raise SnapshotError(str(error)) from None
 
 
-__all__ = ["SnapshotError", "check_model_path", "load_pipeline"]
+__all__ = ["SnapshotError", "check_model_path", "load_evidence", "load_pipeline"]

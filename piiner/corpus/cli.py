@@ -47,6 +47,8 @@ def parser():
     p.add_argument("--batch-size", type=positive_int, default=16)
     p.add_argument("--rows-per-shard", type=positive_int, default=50_000)
     p.add_argument("--output-format", choices=("jsonl", "parquet"), default="jsonl")
+    p.add_argument("--recognizers", metavar="FILE",
+                   help="YAML or JSON with recognizers, an allow_list and a deny_list, added to the model's own")
     p.add_argument("--tables", action="store_true",
                    help="the input is CSV, TSV and Parquet tables: each redacted column by column into a table of its "
                         "own format (column decisions in OUTPUT/column_reports.json)")
@@ -70,9 +72,19 @@ def main(argv=None):
     if not key and args.mode in KEYED_MODES and not args.detect_only:
         print("piiner-corpus: no --key-env: surrogates and hashes are consistent within this run only, and a job "
               "stopped before its end cannot be finished by another run", file=sys.stderr)
+    evidence = None
+    if args.recognizers:
+        if args.detector == "regex":
+            p.error("--recognizers adds to a model's recognizers; the regex detector has none")
+        from piiner.snapshot import load_evidence
+
+        try:
+            evidence = json.dumps(load_evidence(args.recognizers), sort_keys=True)
+        except ValueError as error:
+            p.error(str(error))
     spec = RedactorSpec(model=args.model, detector=args.detector, mode=args.mode,
                         types=tuple(args.types.split(",")) if args.types else None, min_tier=args.min_tier,
-                        key=key, batch_size=args.batch_size, device=args.device)
+                        key=key, batch_size=args.batch_size, device=args.device, evidence=evidence)
     if args.use_report and not args.tables:
         p.error("--use-report needs --tables")
     try:

@@ -49,6 +49,7 @@ class RedactorSpec:
     key: str | None = None
     batch_size: int = 16
     device: str | None = None
+    evidence: str | None = None  # recognizers and lists as JSON (`snapshot.load_evidence`), added to the model's
 
     def build(self):
         from piiner.deid.redact import Redactor
@@ -60,8 +61,9 @@ class RedactorSpec:
             from piiner.baselines.regex import RegexDetector
 
             return Redactor(RegexDetector(), **settings)
+        evidence = json.loads(self.evidence) if self.evidence else None
         return Redactor.from_pretrained(self.model, device=self.device, pipeline_batch_size=self.batch_size,
-                                        **settings)
+                                        evidence=evidence, **settings)
 
     def settings(self):
         """What decides a record's output, not how fast it comes: a finished shard's done marker keeps it, and a job
@@ -69,7 +71,8 @@ class RedactorSpec:
         model = self.model if self.detector == "model" else None
         settings = {"detector": self.detector, "model": os.path.realpath(model) if model and os.path.isdir(model)
                     else model, "types": sorted(self.types) if self.types else None, "min_tier": self.min_tier,
-                    "thresholds": sorted(self.thresholds), "mode": self.mode}
+                    "thresholds": sorted(self.thresholds), "mode": self.mode,
+                    "evidence": json.loads(self.evidence) if self.evidence else None}
         if self.mode in KEYED_MODES:
             key = self.key.encode("utf-8") if isinstance(self.key, str) else self.key
             settings["key"] = keyed_digest(key, "corpus job settings").hex()[:16] if key else None

@@ -67,6 +67,9 @@ def build_parser():
                         help="also write the redacted text here: the document as it is, or one line per record "
                              "(--format lines; a failed record is an empty line)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument("--recognizers", metavar="FILE",
+                        help="YAML or JSON with recognizers (patterns, validators, context words), an allow_list and "
+                             "a deny_list, added to the model's own")
     tables = parser.add_argument_group(
         "tables", "A .csv, .tsv or .parquet input (or .jsonl/.json with --table) is redacted as a table: same rows and "
         "columns in the same format, each cell read with its column's name as context, each column decided from a "
@@ -180,13 +183,18 @@ def build_redactor(args, parser):
         print("piiner-redact: no --key-env: surrogates and hashes are consistent within this run only", file=sys.stderr)
     settings = dict(mode=args.mode, types=args.types, min_tier=args.min_tier,
                     tier_thresholds=parse_thresholds(args.threshold, parser), key=key, batch_size=args.batch_size)
+    if args.recognizers and args.detector == "regex":
+        parser.error("--recognizers adds to a model's recognizers; the regex detector has none")
     try:
         if args.detector == "regex":
             from piiner.baselines.regex import RegexDetector
 
             return Redactor(RegexDetector(), **settings)
+        from piiner.snapshot import load_evidence
+
+        evidence = load_evidence(args.recognizers) if args.recognizers else None
         return Redactor.from_pretrained(args.model, device=args.device, pipeline_batch_size=args.batch_size,
-                                        **settings)
+                                        evidence=evidence, **settings)
     except (TypeError, ValueError) as err:
         parser.error(str(err))
 

@@ -116,12 +116,13 @@ class Redactor:
         self.batch_size = batch_size
 
     @classmethod
-    def from_pretrained(cls, model_dir, device=None, pipeline_batch_size=8, **kwargs):
+    def from_pretrained(cls, model_dir, device=None, pipeline_batch_size=8, evidence=None, **kwargs):
         """Build the piiner token-classification pipeline from a local folder or Hub id (offline when
-        HF_HUB_OFFLINE=1) and wrap it. Weights load from safetensors only."""
+        HF_HUB_OFFLINE=1) and wrap it. Weights load from safetensors only. `evidence`: recognizers and lists added
+        to the model's own (`snapshot.load_evidence`)."""
         from piiner.snapshot import load_pipeline
 
-        detector = load_pipeline(model_dir, device=device, batch_size=pipeline_batch_size)
+        detector = load_pipeline(model_dir, device=device, batch_size=pipeline_batch_size, evidence=evidence)
         return cls(detector, **kwargs)
 
     # -- detection ---------------------------------------------------------------------------------------------

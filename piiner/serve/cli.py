@@ -26,6 +26,8 @@ def parser():
     p.add_argument("--max-batch-chars", type=int, default=defaults.max_batch_chars,
                    help="characters per model call; long texts are cut at paragraph boundaries to about this size, "
                         "so a small request waits behind one such batch of a large one (default: %(default)s)")
+    p.add_argument("--recognizers", metavar="FILE",
+                   help="YAML or JSON with recognizers, an allow_list and a deny_list, added to the model's own")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="environment variable holding the API key(s), comma-separated: requests to /v1/ without one "
                         "get 401")
@@ -50,9 +52,10 @@ def build_app(args):
         from piiner.baselines.regex import RegexDetector
 
         return create_app(RegexDetector(), "regex", settings)
-    from piiner.snapshot import load_pipeline
+    from piiner.snapshot import load_evidence, load_pipeline
 
-    pipe = load_pipeline(args.model, device=args.device)
+    evidence = load_evidence(args.recognizers) if args.recognizers else None
+    pipe = load_pipeline(args.model, device=args.device, evidence=evidence)
     return create_app(lambda texts: pipe(texts, batch_size=args.max_batch_texts), args.model, settings)
 
 
