@@ -445,3 +445,27 @@ def test_adapting_on_a_folder_of_jsonl_mixes_in_replayed_records_of_the_original
     assert "- training records: 7" in card
     assert f"- adapted from: {base}, with 4 records of {data} replayed" in card
     assert "base_model: acme/piiner-small" in card
+
+
+def test_the_f1_reported_during_training_is_what_the_pipeline_scores_on_the_same_texts(run_inputs, tmp_path):
+    # One path from windows to entities: recognizers, type checks and decoding again apply during training's
+    # evaluation as in the pipeline. A barely trained model breaks checks everywhere, so both paths are exercised.
+    from piiner.evaluation.metrics import span_metrics
+    from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
+
+    backbone, data = run_inputs
+    out = str(tmp_path / "run")
+    main(train_argv(backbone, data, out, "--test_split", "none", "--max_steps", "1", "--save_strategy", "no",
+                    "--max_eval_samples", "100"))
+    with open(os.path.join(out, "evaluation_validation.json")) as f:
+        during_training = json.load(f)["overall"]
+    records = datasets.load_from_disk(data)["validation"]
+    pipe = PiiNerTokenClassificationPipeline(model=PiiNerForTokenClassification.from_pretrained(out),
+                                             tokenizer=build_tiny_tokenizer(), device=-1)
+    found = pipe(records["text"], max_length=32, stride=8)
+    gold = [[(s["start"], s["end"], s["label"]) for s in spans] for spans in records["spans"]]
+    pred = [[(e["start"], e["end"], e["type"]) for e in entities] for entities in found]
+    through_pipeline = span_metrics(gold, pred)["overall"]
+    assert sum(map(len, pred)) > 0
+    assert {k: through_pipeline[k] for k in ("precision", "recall", "f1", "support")} == {
+        k: during_training[k] for k in ("precision", "recall", "f1", "support")}

@@ -660,11 +660,13 @@ def test_span_eval_scores_a_partially_labelled_record_on_the_types_it_labels_onl
 
     from conftest import build_tiny_tokenizer, tiny_bert_config
     from piiner.hub.configuration_piiner import PiiNerConfig
+    from piiner.hub.modeling_piiner import PiiNerForTokenClassification
     from piiner.training.features import build_features
     from piiner.training.span_eval import SpanEvaluator
 
     text = "ann mailed bob@x.com"
-    config = PiiNerConfig(encoder_config=tiny_bert_config())
+    model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config(), builtin_recognizers=False))
+    config = model.config
     rows = [{"id": str(i), "text": text, "spans": [{"start": 0, "end": 3, "label": "PERSON"}],
              "labelled_types": types} for i, types in enumerate((["PERSON"], None))]
     records = datasets.Dataset.from_list(rows)
@@ -677,7 +679,8 @@ def test_span_eval_scores_a_partially_labelled_record_on_the_types_it_labels_onl
                 tags[row, t] = (label["B-PERSON"] if start == 0 else label["I-PERSON"] if start < 3
                                 else label["B-EMAIL"] if start == 11 else label["I-EMAIL"] if start > 11
                                 else label["O"])
-    evaluator = SpanEvaluator(records, features, config)
-    evaluator(EvalPrediction(predictions=(tags, np.ones(tags.shape, dtype=np.float32)), label_ids=None))
+    emissions = np.log(np.full((*tags.shape, len(label)), 1 / len(label), dtype=np.float32))
+    evaluator = SpanEvaluator(records, features, model)
+    evaluator(EvalPrediction(predictions=(emissions, tags, np.ones(tags.shape, dtype=np.float32)), label_ids=None))
     # record 0 scores 1 of 1 right; record 1 (every type labelled) has the e-mail as a false positive
     assert evaluator.last_report["overall"]["precision"] == 2 / 3

@@ -113,7 +113,7 @@ def adaptation_sets(data_args, test_records, test_features, replay_test, tokeniz
 
 
 def score_on(trainer, records, features):
-    evaluator = SpanEvaluator(records, features, trainer.model.config)
+    evaluator = SpanEvaluator(records, features, trainer.model)
     kept, trainer.compute_metrics = trainer.compute_metrics, evaluator
     try:
         trainer.predict(features, metric_key_prefix="adaptation")
@@ -253,7 +253,7 @@ def main(argv=None, extra_callbacks=()):
         counts = label_counts(train_features["labels"], len(config.id2label))
         class_weights = inverse_sqrt_class_weights(counts, outside_id=config.label2id["O"])
 
-    evaluator = SpanEvaluator(eval_records, eval_features, config)
+    evaluator = SpanEvaluator(eval_records, eval_features, model)
     callbacks = [NonFiniteGuard(), HubFilesCallback(), *extra_callbacks]
     if training_args.early_stopping_patience is not None:
         callbacks.append(
@@ -289,7 +289,7 @@ def main(argv=None, extra_callbacks=()):
         trainer.save_metrics("eval", metrics)
         reports["validation"] = {**evaluator.last_report, "n_texts": len(eval_records)}
     if test_features is not None:
-        trainer.compute_metrics = SpanEvaluator(test_records, test_features, config)
+        trainer.compute_metrics = SpanEvaluator(test_records, test_features, trainer.model)
         metrics = trainer.predict(test_features, metric_key_prefix="test").metrics
         trainer.save_metrics("test", metrics)
         reports["test"] = {**trainer.compute_metrics.last_report, "n_texts": len(test_records)}
