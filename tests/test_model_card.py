@@ -180,3 +180,20 @@ def test_card_loads_everything_with_trust_remote_code(config):
     calls = re.findall(r"(?:from_pretrained|pipeline)\((.*?)\)", body, flags=re.S)
     assert len(calls) >= 3
     assert all("trust_remote_code=True" in call for call in calls), calls
+
+
+def test_the_card_states_each_types_decoding_rules_as_the_decode_reads_them(config):
+    from piiner.hub.decoding_piiner import TYPE_CHECKS
+
+    body = ModelCard(render_model_card(config, REPORTS, data_sources=["presidio"])).text
+    section = body.split("## Decoding rules", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split(" | ")[0].strip("| "): line for line in section.splitlines() if line.startswith("| ")
+            and not line.startswith(("| type", "|---"))}
+    assert set(TYPE_CHECKS) <= set(rows)
+    assert "Luhn" in rows["CREDIT_CARD"] and "holds no word of letters" in rows["SSN"]
+    assert "no whitespace" in rows["EMAIL"] and "capitalised" in rows["PERSON"] and "line break" in rows[
+        "STREET_ADDRESS"]
+    assert "built-in recognizer" in rows["IBAN"]
+    off = ModelCard(render_model_card(PiiNerConfig(encoder_config=tiny_bert_config(), builtin_recognizers=False,
+                                                   capitalised_types=[]), REPORTS, data_sources=["presidio"])).text
+    assert "built-in recognizer" not in off and "capitalised word" not in off

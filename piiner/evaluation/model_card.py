@@ -163,6 +163,49 @@ def _labels_section(cfg):
     return "\n".join(lines)
 
 
+# What each validator of the decode asks of an entity, in words (`decoding_piiner.TYPE_CHECKS`).
+CHECK_TEXT = {
+    "IP_ADDRESS": "parses as an IPv4 or IPv6 address (a port or brackets stay outside it)",
+    "EMAIL": "a local part, one @ and a domain whose last label is letters",
+    "STREET_ADDRESS": "holds a digit (a number, unit, box or postcode)",
+    "SSN": "nine digits the SSA could issue (area not 000, 666 or 9xx; group not 00; serial not 0000)",
+    "CREDIT_CARD": "12 to 19 digits that pass Luhn",
+    "PHONE": "7 to 15 digits in a phone layout, not an SSN's or a date's; a North American number's area code and "
+             "exchange start with 2-9",
+}
+
+
+def decode_rules_section(cfg):
+    """The decode's rules per type as a table, read from what the decode reads (`decoding_piiner`'s tables, the
+    config's type lists, the built-in recognizers), so the card cannot say what the code does not do."""
+    from piiner.hub.decoding_piiner import DIGIT_TYPES, TYPE_CHECKS, UNBROKEN_TYPES
+    from piiner.hub.recognizers_piiner import BUILTIN_RECOGNIZERS
+
+    recognized = {r.type for r in BUILTIN_RECOGNIZERS} if cfg.get("builtin_recognizers", True) else set()
+    rules = {}
+    for pii_type in PII_TYPES:
+        row = []
+        if pii_type in recognized:
+            row.append("found by a built-in recognizer: its tokens take the type before the CRF decodes")
+        if pii_type in TYPE_CHECKS:
+            row.append(CHECK_TEXT.get(pii_type, f"passes {TYPE_CHECKS[pii_type].__name__}"))
+        if pii_type in DIGIT_TYPES:
+            row.append("holds no word of letters" + (" but an extension marker" if pii_type == "PHONE" else ""))
+        if pii_type in UNBROKEN_TYPES:
+            row.append("holds no whitespace")
+        if pii_type in (cfg.get("capitalised_types") or ()):
+            row.append("in mixed-case text, begins and ends with a capitalised word")
+        if pii_type in (cfg.get("multiline_types") or ()):
+            row.append("may continue over a line break or a tab")
+        if row:
+            rules[pii_type] = row
+    lines = ["An entity that breaks a rule of its type is decoded again with that type forbidden on its tokens; "
+             "every other entity ends at a line break, a tab and a blank line.", "",
+             "| type | rules |", "|---|---|"]
+    lines += [f"| {t} | {'; '.join(row)} |" for t, row in rules.items()]
+    return "\n".join(lines)
+
+
 def _summary_table(reports):
     # A set labelled for some types cannot judge the others: what each system emitted of them, per 1,000 words.
     # The F1's 95% interval over the set's documents drawn again ("-" in reports written before intervals were).
@@ -300,6 +343,7 @@ def render_model_card(config, reports, commands=None, data_sources=(), base_mode
     sections += [
         "## How to use", _usage(repo_id, revision),
         "## Labels and tiers", _labels_section(cfg),
+        "## Decoding rules", decode_rules_section(cfg),
         "## Intended use and limits", _INTENDED_USE,
         "## Training data", _data_section(data_sources) if data_sources else "_Not recorded._",
         *(["Training run:", "\n".join(f"- {k}: {v}" for k, v in training_summary.items())] if training_summary else []),
