@@ -53,3 +53,12 @@ def test_config_keeps_a_custom_label_set_through_save_and_load(tmp_path):
     loaded = PiiNerConfig.from_pretrained(tmp_path)
     assert loaded.id2label == id2label and loaded.label2id == {v: k for k, v in id2label.items()}
     assert loaded.type_to_tier == {"EMAIL": 2, "SSN": 1}
+
+
+def test_every_type_the_decode_has_a_rule_for_is_a_type_of_the_schema():
+    # A rule keyed by a name the schema lacks ("MAC_ADDRESS" for DEVICE_ID) never applies, silently.
+    from piiner.hub.decoding_piiner import DIGIT_TYPES, TYPE_CHECKS, TYPE_PARTS, UNBROKEN_TYPES
+    from piiner.hub.pii_schema import PII_TYPES
+
+    for table in (TYPE_CHECKS, TYPE_PARTS, DIGIT_TYPES, UNBROKEN_TYPES):
+        assert set(table) <= set(PII_TYPES), set(table) - set(PII_TYPES)

@@ -211,7 +211,7 @@ DIGIT_TYPES = {
 
 # Types whose entities never hold whitespace: one that runs over a space ("http://t.co/x MileyCyrus" as one URL) ends
 # before it, the word after the space getting whatever the model ranks next there.
-UNBROKEN_TYPES = frozenset({"URL", "EMAIL", "IP_ADDRESS", "USERNAME", "MAC_ADDRESS", "CRYPTO_WALLET"})
+UNBROKEN_TYPES = frozenset({"URL", "EMAIL", "IP_ADDRESS", "USERNAME", "CRYPTO_WALLET"})
 _NOT_SPACE = re.compile(r"\S*")
 
 
