@@ -211,3 +211,25 @@ def test_one_person_named_in_full_in_parts_and_in_capitals_is_one_fake_person(ge
     assert gen("John", "PERSON") == first and gen("Smith", "PERSON") == last
     assert gen("JOHN SMITH", "PERSON") == full.upper() and gen("Mr. Smith", "PERSON") == f"Mr. {last}"
     assert gen("Mary Smith", "PERSON").split()[1] == last and gen("Mary Smith", "PERSON") != full
+
+
+@pytest.mark.parametrize("value", ["March 19th, 2021", "the 22nd", "19th", "1st Jan 2020"])
+def test_an_ordinal_day_stays_an_ordinal_day(gen, value):
+    fake = gen(value, "DATE")
+    day = re.search(r"\b(\d{1,2})(st|nd|rd|th)\b", fake)
+    assert day and not day.group(1).startswith("0") and fake != value
+    n = int(day.group(1))
+    assert day.group(2) == ("th" if 11 <= n <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th"))
+
+
+def test_a_year_alone_stays_a_nearby_year(gen):
+    for value in ("1992", "S/P MI 1992"):
+        year = int(re.search(r"\d{4}", gen(value, "DATE")).group())
+        assert year != 1992 and abs(year - 1992) <= 5
+
+
+@pytest.mark.parametrize("value, prefix", [("+44 20 7946 0958", "+44 "), ("0049 30 1234567", "0049 "),
+                                           ("+49 (0)30 123456", "+49 (0)"), ("020 7946 0958", "0")])
+def test_international_and_trunk_prefixes_stay(gen, value, prefix):
+    fake = gen(value, "PHONE")
+    assert fake.startswith(prefix) and fake != value and len(fake) == len(value)

@@ -136,13 +136,22 @@ def fake_iban(value, rng, faker):
 
 
 def fake_phone(value, rng, faker):
+    """New digits in the number's layout. Kept: a country code after "+" or "00" ("+44 20 ...", "0049 30 ..."), a
+    trunk "0" written in brackets after it ("+49 (0)30 ..."), and a national number's leading 0 ("020 7946 ...")."""
     digits = [c for c in value if c in ASCII_DIGITS]
     if len(digits) < 3:
         return None
     kept = ""
-    match = re.match(r"\s*\+(\d{1,3})\D", value)
+    match = re.match(r"\s*(?:\+|00)(\d{1,3})\D", value)
     if match:  # an international prefix separated from the rest is a country code: keep it
-        kept = match.group(1)
+        kept = value[match.start(1) - (2 if match.group(0).lstrip().startswith("00") else 0):match.end(1)]
+        kept = "".join(c for c in kept if c in ASCII_DIGITS)
+        rest_text = value[match.end(1):]
+    else:
+        rest_text = value
+    trunk = re.match(r"\D*\(0\)", rest_text) or re.match(r"\s*\(?0", rest_text)
+    if trunk:
+        kept += "0"
     rest = [str(rng.randint(2, 9))] + [str(rng.randint(0, 9)) for _ in range(len(digits) - len(kept) - 1)]
     return fill_layout(value, kept + "".join(rest), ASCII_DIGITS.__contains__)
 
@@ -313,6 +322,11 @@ def _parse_date(tokens):
             roles[days[0]] = "day"
         if len(days) == 2:  # "5 March 21"
             roles[days[1]] = "year"
+    elif not months and len(numbers) == 1 and len(tokens[numbers[0]]) == 4:  # a year alone ("S/P MI 1992")
+        roles[numbers[0]] = "year"
+    elif (not months and len(numbers) == 1 and numbers[0] + 1 < len(tokens)
+          and tokens[numbers[0] + 1].lower() in ORDINAL_SUFFIXES):  # a day alone ("the 19th")
+        roles[numbers[0]] = "day"
     elif not months and len(numbers) in (2, 3):
         first = tokens[numbers[0]]
         if len(numbers) == 3:
@@ -337,7 +351,7 @@ def _parse_date(tokens):
     year = fields.get("year", 2000)
     if "year" in fields and year < 100:
         year += 1900 if year > 30 else 2000
-    month = fields.get("month", fields.get("month_name"))
+    month = fields.get("month", fields.get("month_name", 1))
     day = fields.get("day", 1)
     try:
         datetime.date(max(year, 1), month, day)
@@ -372,7 +386,8 @@ def fake_date(value, rng, faker):
             out.append(f"{new.year:04d}" if len(tok) == 4 else f"{new.year % 100:02d}")
         elif role in ("month", "day"):
             number = new.month if role == "month" else new.day
-            out.append(f"{number:02d}" if len(tok) == 2 else str(number))
+            ordinal = i + 1 < len(tokens) and tokens[i + 1].lower() in ORDINAL_SUFFIXES  # "5th", never "05th"
+            out.append(f"{number:02d}" if len(tok) == 2 and not ordinal else str(number))
         elif TIME_OF_DAY.fullmatch(tok):
             out.append(_fake_time(tok, rng, twelve_hour))
         elif role == "month_name":
