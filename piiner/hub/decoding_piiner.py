@@ -14,8 +14,8 @@ import torch
 from .checksums import fold_width
 from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
-from .pii_schema import label_ids_of_types, split_label
-from .recognizers_piiner import card_valid, email_valid, ip_valid, phone_valid, ssn_valid
+from .pii_schema import TYPE_RULES, label_ids_of_types, split_label
+from .recognizers_piiner import VALIDATORS, ip_valid
 
 
 def merge_windows(windows):
@@ -159,25 +159,9 @@ def decode_tokens(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
     return tokens
 
 
-def _digits(word):
-    return re.sub(r"\D", "", word)
-
-
-# What an entity of these types must be, whatever its layout (`recognizers_piiner`'s validators, the project's one
-# statement of each): an address Python can parse, nine digits the SSN rules allow, a card's 12 to 19 digits that pass
-# Luhn, an e-mail address's shape, a phone number's layout (not an SSN's or a date's), a digit in a street address (its
-# number, unit, box or postcode). An entity that is not cannot be of its type ("745.25.1139" as IP_ADDRESS,
-# "podiobooks.com" as EMAIL, "612-40-8813" as PHONE, "the southern city of Tyre" as STREET_ADDRESS).
-TYPE_CHECKS = {
-    "IP_ADDRESS": ip_valid,
-    "EMAIL": email_valid,
-    "STREET_ADDRESS": lambda word: bool(_digits(word)),
-    "SSN": ssn_valid,
-    "CREDIT_CARD": card_valid,
-    "PHONE": phone_valid,
-}
-
-
+# An entity that fails its type's check cannot be of its type ("745.25.1139" as IP_ADDRESS, "podiobooks.com" as
+# EMAIL, "612-40-8813" as PHONE, "the southern city of Tyre" as STREET_ADDRESS); the validators are
+# `recognizers_piiner`'s, the project's one statement of each.
 # An IP address written with its port or in brackets ("10.0.0.5:443", "[2001:db8::1]:8080", "[::1]"): the address is
 # the entity, the brackets and the port lie outside it.
 _ADDRESS_AND_PORT = re.compile(r"\[(?P<v6>[^\]]+)\](?::\d{1,5})?|(?P<v4>[\d.]+):\d{1,5}")
@@ -190,28 +174,28 @@ def _ip_address_part(word):
     return match.span(group) if match and ip_valid(match.group(group)) else None
 
 
-# Types whose entity, failing its check, may hold a part that passes (`TYPE_CHECKS`): that part stays the entity.
-TYPE_PARTS = {"IP_ADDRESS": _ip_address_part}
-
-
 def _phone_word(word):
     return any(c.isdigit() for c in word) or word.strip(".,:;()[]").lower() in {"ext", "x", "extn", "extension"}
 
 
-# Types written in digits and separators: a token holding a letter lies outside an entity of one ("exp" of a card run
-# on into "exp 09/27", whose 19 digits may pass Luhn by chance; a field label "SSN" before the number; the "or" between
-# two phone numbers), unless the type's test passes the whitespace-delimited word the token is in: a phone number
-# keeps an extension marker ("ext. 22", "x304") and letters written into its digits ("1-800-FLOWERS").
-DIGIT_TYPES = {
-    "SSN": lambda word: False,
-    "CREDIT_CARD": lambda word: False,
-    "PHONE": _phone_word,
-}
+# The functions behind the names of `pii_schema.TYPE_RULES`, which says which type has which rule.
+CHECKS = {**VALIDATORS, "has_digit": lambda word: re.search(r"\d", word) is not None}
+PARTS = {"address_and_port": _ip_address_part}
+# A token holding a letter lies outside an entity of a type written in digits ("exp" of a card run on into "exp
+# 09/27", whose 19 digits may pass Luhn by chance; a field label "SSN" before the number; the "or" between two phone
+# numbers), unless the whitespace-delimited word it is in passes the type's letters rule: a phone number keeps an
+# extension marker ("ext. 22", "x304") and letters written into its digits ("1-800-FLOWERS").
+LETTERS = {"none": lambda word: False, "extension": _phone_word}
 
+# The rules by type, as the decode reads them: an entity must pass its type's check; failing it, the part that passes
+# stays (TYPE_PARTS); a type written in digits holds no word of letters its rule refuses (DIGIT_TYPES); a type that
+# never holds whitespace ends before it, the word after the space getting whatever the model ranks next there
+# ("http://t.co/x MileyCyrus" is one URL and a name).
+TYPE_CHECKS = {t: CHECKS[rules["check"]] for t, rules in TYPE_RULES.items() if "check" in rules}
+TYPE_PARTS = {t: PARTS[rules["part"]] for t, rules in TYPE_RULES.items() if "part" in rules}
+DIGIT_TYPES = {t: LETTERS[rules["letters"]] for t, rules in TYPE_RULES.items() if "letters" in rules}
+UNBROKEN_TYPES = frozenset(t for t, rules in TYPE_RULES.items() if rules.get("unbroken"))
 
-# Types whose entities never hold whitespace: one that runs over a space ("http://t.co/x MileyCyrus" as one URL) ends
-# before it, the word after the space getting whatever the model ranks next there.
-UNBROKEN_TYPES = frozenset({"URL", "EMAIL", "IP_ADDRESS", "USERNAME", "CRYPTO_WALLET"})
 _NOT_SPACE = re.compile(r"\S*")
 
 

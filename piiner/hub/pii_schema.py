@@ -28,6 +28,26 @@ MULTILINE_TYPES = ("STREET_ADDRESS",)
 # the difference, so decoding checks it, on all three name types so that a rejected name cannot move to another.
 CAPITALISED_TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
 
+# What decoding asks of an entity of each type, by name (`decoding_piiner` holds the functions):
+#   check    a test the entity's text must pass, else the window is decoded again without that type there
+#            (a validator of `recognizers_piiner.VALIDATORS`, or "has_digit");
+#   part     where the entity fails its check, the part of it that passes stays the entity ("address_and_port":
+#            the address of "10.0.0.5:443");
+#   letters  the type is written in digits: "none" lets no word of letters in ("exp" after a card number), "extension"
+#            lets an extension marker in ("ext. 22");
+#   unbroken the entity never holds whitespace.
+TYPE_RULES = {
+    "SSN": {"check": "ssn", "letters": "none"},
+    "CREDIT_CARD": {"check": "luhn", "letters": "none"},
+    "PHONE": {"check": "phone", "letters": "extension"},
+    "EMAIL": {"check": "email", "unbroken": True},
+    "IP_ADDRESS": {"check": "ip", "part": "address_and_port", "unbroken": True},
+    "STREET_ADDRESS": {"check": "has_digit"},
+    "URL": {"unbroken": True},
+    "USERNAME": {"unbroken": True},
+    "CRYPTO_WALLET": {"unbroken": True},
+}
+
 PII_TYPES = tuple(t for tier in sorted(TIER_TYPES) for t in TIER_TYPES[tier])
 TIER_OF = {t: tier for tier, types in TIER_TYPES.items() for t in types}
 
@@ -37,6 +57,7 @@ LABEL2ID = {label: i for i, label in enumerate(LABELS)}
 ID2LABEL = dict(enumerate(LABELS))
 
 assert len(PII_TYPES) == 41 and len(set(PII_TYPES)) == 41
+assert set(TYPE_RULES) <= set(PII_TYPES)
 assert len(LABELS) == 83
 
 
