@@ -152,8 +152,12 @@ def fake_phone(value, rng, faker):
     trunk = re.match(r"\D*\(0\)", rest_text) or re.match(r"\s*\(?0", rest_text)
     if trunk:
         kept += "0"
-    rest = [str(rng.randint(2, 9))] + [str(rng.randint(0, 9)) for _ in range(len(digits) - len(kept) - 1)]
-    return fill_layout(value, kept + "".join(rest), ASCII_DIGITS.__contains__)
+    new = list(kept + str(rng.randint(2, 9)) + "".join(str(rng.randint(0, 9))
+                                                      for _ in range(len(digits) - len(kept) - 1)))
+    international = match is not None and not match.group(1) == "1"
+    if not international and (len(new) == 10 or (len(new) == 11 and new[0] == "1")):
+        new[-10], new[-7] = str(rng.randint(2, 9)), str(rng.randint(2, 9))  # North American area code and exchange
+    return fill_layout(value, "".join(new), ASCII_DIGITS.__contains__)
 
 
 def _fake_word_runs(value, rng, faker):
