@@ -91,6 +91,30 @@ def build_detector(args):
     return load_pipeline(args.model, batch_size=32)
 
 
+def tables(args, informative):
+    """The generated tables of one header kind: `(headers, truth, body, cells)` each."""
+    for t in range(args.tables):
+        yield make_table(args.seed * 1000 + t + (500 if not informative else 0), args.rows, informative)
+
+
+class Hidden:
+    """PII cells hidden: all of them, tier 1, and per type."""
+
+    def __init__(self):
+        self.hidden = self.total = self.tier1_hidden = self.tier1 = 0
+        self.per_type = defaultdict(Counter)
+
+    def add(self, pii_type, gone):
+        self.hidden, self.total = self.hidden + gone, self.total + 1
+        self.per_type[pii_type]["hidden"] += gone
+        self.per_type[pii_type]["total"] += 1
+        if TIER_OF.get(pii_type) == 1:
+            self.tier1_hidden, self.tier1 = self.tier1_hidden + gone, self.tier1 + 1
+
+    def shares(self):
+        return f"{self.hidden / self.total:.3f} | {self.tier1_hidden / max(self.tier1, 1):.3f} ({self.tier1})"
+
+
 def compare_presidio(args, kinds):
     """Presidio's analyzer on every cell as "<column>: <value>" (the text piiner's detector reads), each span it
     finds replaced: the share of PII cells whose value is gone, on the same tables."""
@@ -102,10 +126,8 @@ def compare_presidio(args, kinds):
     print("| headers | cells hidden (all) | tier 1 cells hidden |")
     print("|---|---|---|")
     for informative in kinds:
-        hidden = total = tier1_hidden = tier1 = 0
-        for t in range(args.tables):
-            headers, _, body, cells = make_table(args.seed * 1000 + t + (500 if not informative else 0), args.rows,
-                                                 informative)
+        counted = Hidden()
+        for headers, _, body, cells in tables(args, informative):
             wanted = {(r, c) for r, c, _, _ in cells}
             redacted = {}
             keys = sorted(wanted)
@@ -116,14 +138,8 @@ def compare_presidio(args, kinds):
                     chars[s["start"]:s["end"]] = ["\0"] * (s["end"] - s["start"])
                 redacted[(r, c)] = "".join(chars)[prefix:]
             for r, c, pii_type, value in cells:
-                gone = value not in redacted[(r, c)]
-                hidden += gone
-                total += 1
-                if TIER_OF.get(pii_type) == 1:
-                    tier1_hidden += gone
-                    tier1 += 1
-        print(f"| {'informative' if informative else 'col_N'} | {hidden / total:.3f} | "
-              f"{tier1_hidden / max(tier1, 1):.3f} ({tier1}) |")
+                counted.add(pii_type, value not in redacted[(r, c)])
+        print(f"| {'informative' if informative else 'col_N'} | {counted.shares()} |")
 
 
 def compare_presidio_structured(args, kinds):
@@ -143,11 +159,9 @@ def compare_presidio_structured(args, kinds):
           "hidden | rows/s |")
     print("|---|---|---|---|---|---|")
     for informative in kinds:
-        typed_right = typed = alone = plain = hidden = total = tier1_hidden = tier1 = 0
-        seconds = 0.0
-        for t in range(args.tables):
-            headers, truth, body, cells = make_table(args.seed * 1000 + t + (500 if not informative else 0),
-                                                     args.rows, informative)
+        typed_right = typed = alone = plain = 0
+        counted, seconds = Hidden(), 0.0
+        for headers, truth, body, cells in tables(args, informative):
             frame = pd.DataFrame(body, columns=headers, dtype=str)
             start = time.perf_counter()
             analysis = builder.generate_analysis(frame, n=min(len(frame), 500))
@@ -162,15 +176,9 @@ def compare_presidio_structured(args, kinds):
                     plain += 1
                     alone += header not in mapping
             for r, c, pii_type, value in cells:
-                gone = value not in str(out.iloc[r, c])
-                hidden += gone
-                total += 1
-                if TIER_OF.get(pii_type) == 1:
-                    tier1_hidden += gone
-                    tier1 += 1
+                counted.add(pii_type, value not in str(out.iloc[r, c]))
         print(f"| {'informative' if informative else 'col_N'} | {typed_right / typed:.3f} ({typed_right}/{typed}) | "
-              f"{alone / plain:.3f} ({alone}/{plain}) | {hidden / total:.3f} | {tier1_hidden / max(tier1, 1):.3f} "
-              f"({tier1}) | {args.rows * args.tables / seconds:.1f} |")
+              f"{alone / plain:.3f} ({alone}/{plain}) | {counted.shares()} | {args.rows * args.tables / seconds:.1f} |")
 
 
 def main(argv=None):
@@ -198,11 +206,8 @@ def main(argv=None):
     kinds = {"both": (True, False), "informative": (True,), "col_N": (False,)}[args.headers]
     for informative in kinds:
         right = typed_right = typed = rows_done = 0
-        hidden, total, tier1_hidden, tier1 = 0, 0, 0, 0
-        seconds = 0.0
-        for t in range(args.tables):
-            headers, truth, body, cells = make_table(args.seed * 1000 + t + (500 if not informative else 0),
-                                                     args.rows, informative)
+        counted, seconds = Hidden(), 0.0
+        for headers, truth, body, cells in tables(args, informative):
             with tempfile.TemporaryDirectory() as folder:
                 path = os.path.join(folder, "table.csv")
                 with open(path, "w", newline="") as f:
@@ -225,18 +230,12 @@ def main(argv=None):
                     typed_right += d.decision == "type" and d.type == pii_type
             redacted = list(csv.reader(io.StringIO(out.getvalue().decode())))[1:]
             for r, c, pii_type, value in cells:
-                gone = value not in redacted[r][c]
-                hidden += gone
-                total += 1
-                per_type[pii_type]["hidden"] += gone
-                per_type[pii_type]["total"] += 1
-                if TIER_OF.get(pii_type) == 1:
-                    tier1_hidden += gone
-                    tier1 += 1
+                counted.add(pii_type, value not in redacted[r][c])
+        for pii_type, counts in counted.per_type.items():
+            per_type[pii_type].update(counts)
         columns = args.tables * len(headers)
         print(f"| {'informative' if informative else 'col_N'} | {right / columns:.3f} ({right}/{columns}) | "
-              f"{typed_right / typed:.3f} ({typed_right}/{typed}) | {hidden / total:.3f} | "
-              f"{tier1_hidden / max(tier1, 1):.3f} ({tier1}) | {rows_done / seconds:.1f} |")
+              f"{typed_right / typed:.3f} ({typed_right}/{typed}) | {counted.shares()} | {rows_done / seconds:.1f} |")
     if args.compare == "presidio":
         compare_presidio(args, kinds)
     elif args.compare == "presidio-structured":
