@@ -205,3 +205,13 @@ def test_a_model_reading_numbers_as_phones_types_no_column_of_ids_or_amounts():
     assert [(by[c].decision, by[c].type) for c in ("col_1", "col_2", "col_3")] == [
         ("none", None), ("none", None), ("type", "PHONE")]
     assert (by["col_4"].decision, by["col_4"].agreement) == ("type", 1.0)
+
+
+def test_a_bad_quote_and_an_oversized_cell_are_counted_rejects_and_the_rows_after_them_are_read(tmp_path):
+    path = write(tmp_path, "q.csv", 'name,ssn\nJohn,219-09-9999\nbad,"12"3\nMary,078-05-1120\n'
+                                    f"long,{'x' * 101}\nWei,123-45-6789\n")
+    out, rejects = io.BytesIO(), io.BytesIO()
+    _, summary = redact_table(Table(str(path), max_cell_chars=100), Redactor(Recorder()), out, rejects_stream=rejects)
+    assert summary.rejects == {"bad CSV": 1, "cell over the size limit": 1}
+    assert [json.loads(line)["row"] for line in rejects.getvalue().splitlines()] == [2, 4]
+    assert rows(out.getvalue().decode())[1:] == [["John", "[SSN]"], ["Mary", "[SSN]"], ["Wei", "[SSN]"]]

@@ -186,7 +186,8 @@ class Table:
             if isinstance(row, dict):
                 long = next((c for c, v in leaves(row) if isinstance(v, str) and len(v) > self.max_cell_chars), None)
                 if long is not None:
-                    row = Reject(number, f"cell over {self.max_cell_chars:,} characters in column {long!r}")
+                    row = Reject(number, f"cell over the size limit: column {long!r} holds more than "
+                                         f"{self.max_cell_chars:,} characters")
             yield number, row
 
     def batches(self):
