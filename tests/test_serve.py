@@ -294,3 +294,6 @@ def test_a_table_upload_comes_back_redacted_column_by_column_with_its_report(cli
     assert refused.status_code == 422 and ".csv, .tsv or .jsonl" in refused.json()["detail"]
     ragged = client.post("/v1/redact-file", files={"file": ("t.csv", "a,b\n1\n", "text/csv")})
     assert ragged.json()["summary"]["rejects"] == {"ragged row": 1}
+    records = '{"id": 1, "contact": {"ssn": "219-09-9999"}}\n'
+    jsonl = client.post("/v1/redact-file", files={"file": ("t.jsonl", records, "application/jsonl")}).json()
+    assert jsonl["filename"] == "t.redacted.jsonl" and jsonl["content"] == '{"id": 1, "contact": {"ssn": "[SSN]"}}\n'
