@@ -1,0 +1,92 @@
+"""The adaptation learning curve: `configs/adapt.yaml` on N of a user's labelled training documents, for each N,
+scored on the user's held-out test split (strict, on the types given), beside the model it started from. Prints a
+table and writes a plot.
+
+    piiner-data import notes.jsonl --format jsonl --label-map MAP --group-by patient --out DATA
+    .venv/bin/python experiments/adaptation_curve.py --data DATA --sizes 25,50,100,200,400 --seeds 42 \\
+        --types PERSON,DATE,LOCATION,PHONE --out runs/curve
+
+Each run is `piiner-train --config configs/adapt.yaml --dataset DATA --max_train_samples N --seed S`, then
+`piiner-evaluate --model RUN --data DATA/test.jsonl --types TYPES`; a run whose report exists is not run again.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+BIN = os.path.dirname(sys.executable)
+
+
+def run(command, log):
+    with open(log, "w") as f:
+        subprocess.run(command, check=True, stdout=f, stderr=subprocess.STDOUT)
+
+
+def scores(report_path):
+    with open(report_path) as f:
+        overall = json.load(f)["overall"]
+    return overall["precision"], overall["recall"], overall["f1"]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, help="a dataset folder from piiner-data import (train and test.jsonl)")
+    p.add_argument("--sizes", default="25,50,100,200,400")
+    p.add_argument("--seeds", default="42")
+    p.add_argument("--types", required=True, help="comma-separated types scored on the test split")
+    p.add_argument("--base", default="runs/quickstart", help="the model adaptation starts from")
+    p.add_argument("--config", default="configs/adapt.yaml")
+    p.add_argument("--out", required=True, help="folder for the runs, their reports and the plot")
+    args = p.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    test = os.path.join(args.data, "test.jsonl")
+    evaluate = [os.path.join(BIN, "piiner-evaluate"), "--data", test, "--types", args.types]
+    base_report = os.path.join(args.out, "base.json")
+    if not os.path.exists(base_report):
+        run(evaluate + ["--model", args.base, "--out", base_report], base_report + ".log")
+    rows = [("0 (the base model)", "-", *scores(base_report))]
+    for size in (int(s) for s in args.sizes.split(",")):
+        for seed in (int(s) for s in args.seeds.split(",")):
+            folder = os.path.join(args.out, f"n{size}_s{seed}")
+            report = folder + ".json"
+            if not os.path.exists(report):
+                run([os.path.join(BIN, "piiner-train"), "--config", args.config, "--dataset", args.data,
+                     "--init_from_checkpoint", args.base, "--output_dir", folder, "--max_train_samples", str(size),
+                     "--seed", str(seed), "--overwrite_output_dir", "true"], folder + ".log")
+                run(evaluate + ["--model", folder, "--out", report], report + ".log")
+            rows.append((str(size), str(seed), *scores(report)))
+    print(f"strict scores on {test} ({args.types}):")
+    print("| labelled documents | seed | precision | recall | F1 |")
+    print("|---|---|---|---|---|")
+    for size, seed, precision, recall, f1 in rows:
+        print(f"| {size} | {seed} | {precision:.3f} | {recall:.3f} | {f1:.3f} |")
+    plot(rows, os.path.join(args.out, "adaptation_curve.png"))
+    return 0
+
+
+def plot(rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [0 if size.startswith("0") else int(size) for size, *_ in rows]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(sizes, [r[4] for r in rows], "o-", label="strict F1")
+    ax.plot(sizes, [r[3] for r in rows], "s--", label="recall")
+    ax.set_xscale("symlog", linthresh=25)
+    ax.set_xticks(sorted(set(sizes)), [str(s) for s in sorted(set(sizes))])
+    ax.minorticks_off()
+    ax.set_xlabel("labelled documents adapted on")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
