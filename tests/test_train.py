@@ -445,6 +445,10 @@ def test_adapting_on_a_folder_of_jsonl_mixes_in_replayed_records_of_the_original
     assert "- training records: 7" in card
     assert f"- adapted from: {base}, with 4 records of {data} replayed" in card
     assert "base_model: acme/piiner-small" in card
+    # an adapted model is a snapshot like any other: the redaction tools load it
+    from piiner.deid import Redactor
+
+    assert Redactor.from_pretrained(out)("mail jo@ex.com").redacted_text.endswith(" [EMAIL]")  # a tiny model
 
 
 def test_the_f1_reported_during_training_is_what_the_pipeline_scores_on_the_same_texts(run_inputs, tmp_path):
