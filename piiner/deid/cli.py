@@ -107,17 +107,17 @@ def _names(value):
 def run_table(args, parser, outputs_for):
     """`piiner-redact TABLE -o OUT`: the table path. Returns the exit status."""
     from piiner.tables import ColumnReport, TableError, redact_table
-    from piiner.tables.formats import Table, TableReadError, table_format
+    from piiner.tables.formats import Table, TableReadError
 
     if args.detect_only or args.text_output:
         parser.error("--detect-only and --text-output read text records; for a table, --column-report says what "
                      "each column holds")
     if args.sample_rows < 1:
         parser.error("--sample-rows must be at least 1")
-    if args.output == "-" and table_format(args.input, "jsonl" if args.table else None) == "parquet":
-        parser.error("a Parquet table needs --output FILE.parquet")
     out_suffix = os.path.splitext(args.output)[1].lower()
     in_suffix = os.path.splitext(args.input)[1].lower()
+    if args.output == "-" and in_suffix == ".parquet":
+        parser.error("a Parquet table needs --output FILE.parquet")
     if args.output != "-" and out_suffix != in_suffix:
         parser.error(f"the output keeps the input's format: give --output a {in_suffix} path, got {args.output}")
     clash = written_over([("input", args.input), ("--use-report", args.use_report)],
