@@ -7,6 +7,11 @@ batching off: --max-batch-texts 1).
 
 Every client sends its share of a fixed number of requests (bounded count and time), each one text; the table
 gives requests/s, p50 and p95 latency per setting. The service runs in this process (uvicorn in a thread).
+
+    python benchmarks/bench_serve.py --model runs/quickstart --clients 5 --beside 100000
+
+`--beside CHARS` also times the small requests while one request of CHARS characters (paragraphs apart) is served:
+a fair service keeps their p95 near what it is alone.
 """
 
 import argparse
@@ -52,10 +57,12 @@ def serve(app):
     return server, f"http://127.0.0.1:{port}"
 
 
-async def load(url, bodies, clients, timeout_s):
+async def load(url, bodies, clients, timeout_s, big=None):
+    """Small-request latencies and elapsed time; with `big`, one request of it is sent at the start beside them, and
+    its own latency is returned too."""
     import httpx
 
-    latencies, queue = [], list(bodies)
+    latencies, queue, big_latency = [], list(bodies), []
     deadline = time.monotonic() + timeout_s
 
     async def client(session):
@@ -66,12 +73,22 @@ async def load(url, bodies, clients, timeout_s):
             response.raise_for_status()
             latencies.append(time.perf_counter() - started)
 
-    async with httpx.AsyncClient(timeout=120) as session:
+    async def big_client(session):
+        started = time.perf_counter()
+        response = await session.post(f"{url}/v1/redact", json=big)
+        response.raise_for_status()
+        big_latency.append(time.perf_counter() - started)
+
+    async with httpx.AsyncClient(timeout=1800) as session:
         await session.post(f"{url}/v1/redact", json=bodies[0])  # warm up
         started = time.perf_counter()
+        big_task = asyncio.create_task(big_client(session)) if big else None
+        await asyncio.sleep(0.2 if big else 0)  # the big request is in before the small ones
         await asyncio.gather(*(client(session) for _ in range(clients)))
         elapsed = time.perf_counter() - started
-    return latencies, elapsed
+        if big_task:
+            await big_task
+    return latencies, elapsed, (big_latency[0] if big_latency else None)
 
 
 def main(argv=None):
@@ -84,6 +101,8 @@ def main(argv=None):
     p.add_argument("--max-wait-ms", type=float, default=10)
     p.add_argument("--timeout", type=float, default=300, help="seconds per setting at most")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument("--beside", type=int, metavar="CHARS",
+                   help="also time the small requests beside one request of CHARS characters")
     args = p.parse_args(argv)
 
     import torch
@@ -101,13 +120,15 @@ def main(argv=None):
 
         detector = RegexDetector()
     bodies = [{"text": t} for t in texts(args.requests, args.chars)]
+    if args.beside:
+        return beside(args, detector, bodies)
     rows = []
     for batch_limit in (args.max_batch_texts, 1):
         app = create_app(detector, args.model or "regex", Settings(max_batch_texts=batch_limit,
                                                                    max_wait_ms=args.max_wait_ms))
         server, url = serve(app)
         for clients in [int(c) for c in args.clients.split(",")]:
-            latencies, elapsed = asyncio.run(load(url, bodies, clients, args.timeout))
+            latencies, elapsed, _ = asyncio.run(load(url, bodies, clients, args.timeout))
             latencies.sort()
             rows.append((batch_limit, clients, len(latencies), len(latencies) / elapsed,
                          1000 * statistics.median(latencies), 1000 * latencies[int(0.95 * (len(latencies) - 1))]))
@@ -119,6 +140,36 @@ def main(argv=None):
     print("|---|---|---|---|---|---|")
     for batch_limit, clients, n, rate, p50, p95 in rows:
         print(f"| up to {batch_limit} | {clients} | {n} | {rate:.1f} | {p50:.0f} | {p95:.0f} |")
+    return 0
+
+
+def beside(args, detector, bodies):
+    """The small requests alone, then beside one big request, on one service; prints a table."""
+    from piiner.serve.app import Settings, create_app
+
+    big = {"text": "\n\n".join(texts(max(1, args.beside // 1000), 1000, seed=1))}
+    app = create_app(detector, args.model or "regex", Settings(max_batch_texts=args.max_batch_texts,
+                                                               max_wait_ms=args.max_wait_ms,
+                                                               max_body_bytes=4 * args.beside + 1_000_000))
+    server, url = serve(app)
+    rows = []
+    for clients in [int(c) for c in args.clients.split(",")]:
+        for with_big in (False, True):
+            latencies, _, big_seconds = asyncio.run(load(url, bodies, clients, args.timeout,
+                                                         big if with_big else None))
+            latencies.sort()
+            rows.append((clients, with_big, len(latencies), 1000 * statistics.median(latencies),
+                         1000 * latencies[int(0.95 * (len(latencies) - 1))], big_seconds))
+    server.should_exit = True
+    print(f"\n{args.requests} requests of ~{args.chars} characters per setting, beside one of {len(big['text']):,} "
+          f"characters in {len(big['text']) // 1000} paragraphs; model: {args.model or 'regex'}, torch threads "
+          f"{args.threads}\n")
+    print("| small-request clients | big request beside them | small requests | small p50 ms | small p95 ms | "
+          "big request s |")
+    print("|---|---|---|---|---|---|")
+    for clients, with_big, n, p50, p95, big_seconds in rows:
+        print(f"| {clients} | {'yes' if with_big else 'no'} | {n} | {p50:.0f} | {p95:.0f} | "
+              f"{'-' if big_seconds is None else f'{big_seconds:.1f}'} |")
     return 0
 
 
