@@ -1,8 +1,10 @@
 """piiner-evaluate --model on a tiny random piiner snapshot: the pipeline path runs end to end."""
 
 import json
+import os
 
 import pytest
+from conftest import REPO_ROOT
 
 import piiner.evaluation.cli as evaluate_model
 from piiner.evaluation.predict import predict_spans
@@ -84,3 +86,15 @@ def test_a_source_scored_in_a_model_folder_keeps_its_predictions_there_and_out_o
     assert again["overall"] == report["overall"]
     pushed = dict(upload_plan(folder))
     assert "eval_web.json" in pushed and not any(path.startswith("_predictions") for path in pushed)
+
+
+def test_a_recognizers_file_is_scored_with_the_model_and_named_in_the_report(snapshot, tmp_path):
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "0", "text": "seen on 7/22 by staff",
+                                "spans": [{"start": 8, "end": 12, "label": "DATE"}]}) + "\n")
+    rules = os.path.join(REPO_ROOT, "configs", "recognizers", "clinical.yaml")
+    report = evaluate_model.run(["--model", snapshot, "--data", str(gold), "--types", "DATE", "--recognizers", rules,
+                                 "--save-predictions", str(tmp_path / "pred.jsonl")])
+    assert report["overall"]["recall"] == 1.0 and report["meta"]["recognizers"] == rules
+    again = evaluate_model.run(["--predictions", str(tmp_path / "pred.jsonl"), "--data", str(gold)])
+    assert again["meta"]["recognizers"] == rules

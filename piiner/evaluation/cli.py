@@ -15,6 +15,7 @@ whose interval holds 0 is one these documents cannot tell from chance.
 
 import argparse
 import json
+import os
 import shlex
 import sys
 import time
@@ -38,7 +39,7 @@ from piiner.evaluation.predict import predict_spans
 from piiner.evaluation.report import format_markdown, throughput, write_json
 from piiner.options import name_value_pairs, written_over
 from piiner.hub.pii_schema import TIER_OF
-from piiner.snapshot import check_model_path, load_pipeline
+from piiner.snapshot import check_model_path, load_evidence, load_pipeline
 
 
 def parse_args(argv=None):
@@ -71,6 +72,8 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
     p.add_argument("--limit", type=int, help="score only the first N rows (after --source)")
     p.add_argument("--device", help="torch device for --model, e.g. cuda:0 (default: CPU)")
+    p.add_argument("--recognizers", metavar="FILE", help="with --model: YAML or JSON recognizers, allow_list and "
+                                                         "deny_list added to the model's own, as piiner-redact takes")
     p.add_argument("--backstop", choices=["regex"], help="add the regex baseline's spans (checksummed identifiers) "
                    "where the scored system found nothing overlapping: the backstop ablation")
     args = p.parse_args(argv)
@@ -123,9 +126,9 @@ def _parse_types(spec):
     return types
 
 
-# What a predictions line may say made it: a piiner model (its folder or Hub id) or a baseline (what it ran), and the
-# backstop that added to its spans.
-MADE_BY = ("model", "system", "backstop")
+# What a predictions line may say made it: a piiner model (its folder or Hub id, and a recognizers file added to it)
+# or a baseline (what it ran), and the backstop that added to its spans.
+MADE_BY = ("model", "recognizers", "system", "backstop")
 
 
 def write_predictions(path, rows, predictions, made_by=None):
@@ -168,10 +171,12 @@ def _run_predictor(args, texts):
         start = time.perf_counter()  # loading spaCy or the model is not throughput
         raw = predictor.predict(texts)
         return raw, time.perf_counter() - start, {"system": predictor.system}
-    pipe = load_pipeline(args.model, args.device)
+    evidence = load_evidence(args.recognizers) if args.recognizers else None
+    pipe = load_pipeline(args.model, args.device, evidence=evidence)
     start = time.perf_counter()
     raw = predict_spans(pipe, texts, batch_size=args.batch_size)
-    return raw, time.perf_counter() - start, {"model": args.model}
+    made_by = {"model": args.model, **({"recognizers": os.path.abspath(args.recognizers)} if args.recognizers else {})}
+    return raw, time.perf_counter() - start, made_by
 
 
 def judged(rows, pred, types):
@@ -289,6 +294,7 @@ def evaluate(args, command=None):
     report["meta"] = {
         "command": command or " ".join(shlex.quote(a) for a in sys.argv),
         "model": args.model or made_by.get("model"),
+        "recognizers": made_by.get("recognizers"),
         "baseline": args.baseline,
         "system": made_by.get("system"),
         "predictions": args.predictions,
