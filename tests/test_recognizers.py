@@ -179,3 +179,14 @@ def test_a_card_written_with_dots_is_one_card_not_a_mac_address_and_a_number(pip
     got = [(e["word"], e["type"]) for e in pipe("pay with card no. 5564.1188.7683.8209 (exp 04/29)")
            if e["source"] == "builtin"]
     assert got == [("5564.1188.7683.8209", "CREDIT_CARD")]
+
+
+def test_a_card_number_followed_by_more_digits_is_still_found():
+    # The greedy match ran on into the expiry date ("... 5556 04"), failed Luhn, and the card was lost (found on the
+    # hand-written identifier set).
+    from piiner.hub.recognizers_piiner import evidence_from
+
+    evidence = evidence_from()
+    text = "4000 0566 5566 5556 04/26 -> declined"
+    assert [(m.type, text[m.start:m.end]) for m in evidence.find(text)] == [("CREDIT_CARD", "4000 0566 5566 5556")]
+    assert not evidence.find("4000 0566 5566 5557 04/26")  # no prefix that passes Luhn: nothing
