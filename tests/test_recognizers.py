@@ -190,3 +190,15 @@ def test_a_card_number_followed_by_more_digits_is_still_found():
     text = "4000 0566 5566 5556 04/26 -> declined"
     assert [(m.type, text[m.start:m.end]) for m in evidence.find(text)] == [("CREDIT_CARD", "4000 0566 5566 5556")]
     assert not evidence.find("4000 0566 5566 5557 04/26")  # no prefix that passes Luhn: nothing
+
+
+def test_a_phone_numbers_extension_is_part_of_its_match():
+    # The decode keeps "ext. 22" in a phone number; the recognizer ended the match before it and, its labels forced,
+    # cut the entity there (found on the hand-written identifier set).
+    from piiner.hub.recognizers_piiner import evidence_from
+
+    evidence = evidence_from()
+    for text, phone in (("her number: 1-800-555-0199 ext. 22 (no)", "1-800-555-0199 ext. 22"),
+                        ("call 212-555-0147 x304 now", "212-555-0147 x304"),
+                        ("212-555-0147 extra", "212-555-0147")):
+        assert [text[m.start:m.end] for m in evidence.find(text) if m.type == "PHONE"] == [phone]

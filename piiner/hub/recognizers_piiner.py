@@ -236,6 +236,8 @@ _HEX4 = "[0-9A-Fa-f]{1,4}"
 _SSN_CONTEXT = ("ssn", "ssns", "social security", "social security number", "social", "ss", "ss no", "sin")
 _PHONE_CONTEXT = ("phone", "call", "called", "tel", "telephone", "mobile", "cell", "fax", "contact", "reach",
                   "number", "text", "dial", "ph")
+# An extension is part of the number it follows ("212-555-0147 ext. 22", "x304"), as the decode's phone rule has it.
+_EXTENSION = r"(?:,? ?(?i:ext\.?|extn\.?|extension|x) ?\d{1,5})?"
 _NOT_A_PHONE = ("account", "acct", "order", "invoice", "policy", "member", "routing", "serial", "card", "ref",
                 "reference", "case", "claim", "tracking", "ssn", "social security")
 
@@ -254,10 +256,10 @@ BUILTIN_RECOGNIZERS = (
              r"|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4})(?![\w:-]|\.\w)", 0.9, "mac", ("mac", "device", "hardware")),
     _builtin("SSN", r"(?<![\d.-])\d{3}([- .])\d{2}\1\d{4}(?![\d-]|\.\d)", 0.85, "ssn", _SSN_CONTEXT),
     _builtin("SSN", r"(?<![\d.-])\d{9}(?![\d-]|\.\d)", 0.85, "ssn", _SSN_CONTEXT, context_required=True),
-    _builtin("PHONE", r"(?<![\w+.-])(?:\+?1[ .-]?)?(?:\(\d{3}\)[ .-]?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\w-]|\.\d)",
-             0.75, "phone", _PHONE_CONTEXT, not_after=_NOT_A_PHONE),
-    _builtin("PHONE", r"(?<![\w+])\+[2-9]\d{0,2}(?:[ .-]?\(?\d{1,5}\)?){2,5}(?![\w-]|\.\d)", 0.75, "phone",
-             _PHONE_CONTEXT, not_after=_NOT_A_PHONE),
+    _builtin("PHONE", r"(?<![\w+.-])(?:\+?1[ .-]?)?(?:\(\d{3}\)[ .-]?|\d{3}[ .-])\d{3}[ .-]\d{4}" + _EXTENSION
+             + r"(?![\w-]|\.\d)", 0.75, "phone", _PHONE_CONTEXT, not_after=_NOT_A_PHONE),
+    _builtin("PHONE", r"(?<![\w+])\+[2-9]\d{0,2}(?:[ .-]?\(?\d{1,5}\)?){2,5}" + _EXTENSION + r"(?![\w-]|\.\d)", 0.75,
+             "phone", _PHONE_CONTEXT, not_after=_NOT_A_PHONE),
 )
 
 
