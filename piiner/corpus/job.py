@@ -158,11 +158,7 @@ def run_table_shard(job, shard, redactor):
                                   rejects_stream=rejects)
     os.replace(f"{path}.partial", path)
     _write_atomically(os.path.join(job.output, "rejects", f"{shard.name}.jsonl"), rejects.getvalue())
-    counts = {"shard": shard.name, "input": os.path.realpath(shard.path), "rows": [shard.start, shard.stop],
-              "settings": job.settings(), "records": summary.written, "failed": sum(summary.rejects.values()),
-              "failures": dict(summary.rejects), "entities": summary.entities, "blank_lines_skipped": 0}
-    _write_atomically(os.path.join(job.output, "_done", f"{shard.name}.json"), json.dumps(counts).encode())
-    return counts
+    return mark_done(job, shard, summary.written, summary.rejects, summary.entities)
 
 
 def redact_records(records, redactor, job):
@@ -181,11 +177,16 @@ def write_shard(job, shard, outputs, blank_lines=0):
     rejects = [dict(out, reason=reason) for out, reason in outputs if reason]
     write_rows(rows, os.path.join(job.output, f"{shard.name}.{job.output_format}"), job.output_format)
     write_rows(rejects, os.path.join(job.output, "rejects", f"{shard.name}.jsonl"), "jsonl")
+    return mark_done(job, shard, len(rows), Counter(reason for _, reason in outputs if reason),
+                     sum(len(out.get("entities", ())) for out, reason in outputs if not reason), blank_lines)
+
+
+def mark_done(job, shard, records, failures, entities, blank_lines=0):
+    """The shard's done marker, written last (after its outputs): its counts, input and settings; returns the
+    counts."""
     counts = {"shard": shard.name, "input": os.path.realpath(shard.path), "rows": [shard.start, shard.stop],
-              "settings": job.settings(), "records": len(rows), "failed": len(rejects),
-              "failures": dict(Counter(reason for _, reason in outputs if reason)),
-              "entities": sum(len(out.get("entities", ())) for out, reason in outputs if not reason),
-              "blank_lines_skipped": blank_lines}
+              "settings": job.settings(), "records": records, "failed": sum(failures.values()),
+              "failures": dict(failures), "entities": entities, "blank_lines_skipped": blank_lines}
     _write_atomically(os.path.join(job.output, "_done", f"{shard.name}.json"), json.dumps(counts).encode())
     return counts
 
