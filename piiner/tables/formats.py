@@ -24,7 +24,12 @@ class TableReadError(ValueError):
 @dataclasses.dataclass
 class Reject:
     row: int  # 1-based data row (the header is row 0), or the line of a JSON record
-    reason: str
+    kind: str  # what a summary counts it under ("ragged row")
+    detail: str = ""  # what exactly is wrong
+
+    @property
+    def reason(self):
+        return f"{self.kind}: {self.detail}" if self.detail else self.kind
 
 
 def table_format(path, given=None):
@@ -138,7 +143,7 @@ class Table:
                 try:
                     item = json.loads(line)
                 except json.JSONDecodeError as error:
-                    yield number, Reject(number, f"not JSON ({error.msg})")
+                    yield number, Reject(number, "not JSON", error.msg)
                     continue
                 yield number, item if isinstance(item, dict) else Reject(number, "not a JSON object")
 
@@ -153,14 +158,14 @@ class Table:
                     except StopIteration:
                         return
                     except csv.Error as error:
-                        yield reader.line_num, Reject(reader.line_num - 1, f"bad CSV ({error})")
+                        yield reader.line_num, Reject(reader.line_num - 1, "bad CSV", str(error))
                         continue
                     number = reader.line_num - 1  # data rows from 1: the header is row 0
                     if not fields:
                         continue  # a blank line is no row
                     if len(fields) != len(self.columns):
-                        yield number, Reject(number, f"ragged row: {len(fields)} fields, the header has "
-                                                     f"{len(self.columns)}")
+                        yield number, Reject(number, "ragged row",
+                                                     f"{len(fields)} fields, the header has {len(self.columns)}")
                         continue
                     yield number, dict(zip(self.columns, fields))
             except UnicodeDecodeError as error:
@@ -186,8 +191,8 @@ class Table:
             if isinstance(row, dict):
                 long = next((c for c, v in leaves(row) if isinstance(v, str) and len(v) > self.max_cell_chars), None)
                 if long is not None:
-                    row = Reject(number, f"cell over the size limit: column {long!r} holds more than "
-                                         f"{self.max_cell_chars:,} characters")
+                    row = Reject(number, "cell over the size limit",
+                                 f"column {long!r} holds more than {self.max_cell_chars:,} characters")
             yield number, row
 
     def batches(self):

@@ -35,10 +35,6 @@ class TableSummary:
         return "; ".join(parts)
 
 
-def _reason_kind(reason):
-    return reason.split(":")[0].split(" (")[0]
-
-
 def apply_overrides(report, columns=None, skip_columns=(), column_types=None):
     """The report with `--columns` (only these are redacted), `--skip-columns` (left as they are) and
     `--column-type COL=TYPE|text|none` applied; a column the table lacks is an error naming it."""
@@ -149,7 +145,7 @@ def redact_table(table, redactor, out_stream, sample_rows=500, report=None, colu
         rows = [row for _, row in batch if isinstance(row, dict)]
         for number, row in batch:
             if isinstance(row, Reject):
-                summary.rejects[_reason_kind(row.reason)] += 1
+                summary.rejects[row.kind] += 1
                 if rejects_stream is not None:
                     rejects_stream.write((json.dumps({"row": row.row, "reason": row.reason}) + "\n").encode())
         summary.rows += len(batch)
