@@ -193,11 +193,14 @@ def _whole_type(entities, start, end):
     return None
 
 
-def decide(column, cells, entities_per_cell, prefix_lengths):
-    """The decision for one column from its sampled non-empty cells and what the detector found in each."""
+def decide(column, cells, entities_per_cell):
+    """The decision for one column from its sampled non-empty cells and what the detector found in each (offsets
+    into the cell as `context_text` wrote it)."""
     hint = header_type(column)
+    record_key = tuple(header_words(column)) in RECORD_KEY_HEADERS
+    prefix = context_text(column, "")[1]
     whole, partial = Counter(), 0
-    for cell, entities, prefix in zip(cells, entities_per_cell, prefix_lengths):
+    for cell, entities in zip(cells, entities_per_cell):
         stripped = cell.strip()
         start = prefix + cell.index(stripped[:1]) if stripped else prefix
         found = _whole_type(entities, start, start + len(stripped))
@@ -227,17 +230,17 @@ def decide(column, cells, entities_per_cell, prefix_lengths):
         decision.decision, decision.type, decision.agreement = "type", hint, whole[hint] / n
         decision.reason = "the header names the type and the values agree"
     elif (not long_text and best and best_count / n >= UNHINTED_AGREEMENT
-          and (best in VALIDATED_TYPES or tuple(header_words(column)) not in RECORD_KEY_HEADERS)):
+          and (best in VALIDATED_TYPES or not record_key)):
         decision.decision, decision.type, decision.agreement = "type", best, best_count / n
         decision.reason = "the values agree on one type"
-    elif long_text or ((whole or partial) and tuple(header_words(column)) not in RECORD_KEY_HEADERS):
+    elif long_text or ((whole or partial) and not record_key):
         decision.decision = "text"
         decision.agreement = best_count / n if best else 0.0
         decision.type = best
         decision.reason = "long text: scanned cell by cell" if long_text else "mixed findings: scanned cell by cell"
     else:
-        decision.reason = ("a record key: only validated identifiers would type it"
-                           if tuple(header_words(column)) in RECORD_KEY_HEADERS else "nothing found in the sample")
+        decision.reason = ("a record key: only validated identifiers would type it" if record_key
+                           else "nothing found in the sample")
     return decision
 
 
@@ -251,20 +254,8 @@ def analyse_columns(rows, detector_detect, columns=None, source=""):
             cells.setdefault(column, [])
             if value is not None and str(value).strip():
                 cells[column].append(str(value))
-    order = list(columns or []) + [c for c in cells if c not in (columns or [])]
-    texts, owners, prefixes = [], [], []
-    for column in order:
-        for value in cells.get(column, []):
-            text, prefix = context_text(column, value)
-            texts.append(text)
-            owners.append(column)
-            prefixes.append(prefix)
-    found = detector_detect(texts) if texts else []
-    per_column = {c: ([], [], []) for c in order}
-    for column, value, entities, prefix in zip(owners, (v for c in order for v in cells.get(c, [])), found,
-                                               prefixes):
-        per_column[column][0].append(value)
-        per_column[column][1].append(entities)
-        per_column[column][2].append(prefix)
-    decisions = [decide(c, *per_column[c]) for c in order if c in cells]
+    order = [c for c in dict.fromkeys([*(columns or []), *cells]) if c in cells]
+    texts = [context_text(column, value)[0] for column in order for value in cells[column]]
+    found = iter(detector_detect(texts) if texts else [])  # one call for every sampled cell, in column order
+    decisions = [decide(column, cells[column], [next(found) for _ in cells[column]]) for column in order]
     return ColumnReport(decisions, rows_sampled=len(rows), source=source)
