@@ -40,6 +40,18 @@ def comma_pairs(text, option, form="NAME=VALUE", allow_empty=False):
     return name_value_pairs(items, option, form, allow_empty=allow_empty)
 
 
+def load_data_file(path, what):
+    """What a YAML (.yaml, .yml) or JSON file holds; a `ValueError` "`what` `path`: why" where it cannot be read or
+    parsed (a YAML syntax error too, which is no ValueError of its own)."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return yaml.safe_load(f) if str(path).endswith((".yaml", ".yml")) else json.load(f)
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise ValueError(f"{what} {path}: {error}") from None
+
+
 def load_json_object(path, option):
     """The JSON object in the file at `path`, a key written twice being an error (``json.load`` keeps the last)."""
 

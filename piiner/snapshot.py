@@ -41,19 +41,9 @@ def load_evidence(path):
     """`{"recognizers": [...], "allow_list": [...], "deny_list": {TYPE: [...]}}` from a YAML or JSON file (any of the
     three keys), each checked as the pipeline checks it; a `ValueError` naming the file and what is wrong."""
     from piiner.hub.recognizers_piiner import RecognizerError, evidence_from
+    from piiner.options import load_data_file
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            if str(path).endswith((".yaml", ".yml")):
-                import yaml
-
-                data = yaml.safe_load(f)
-            else:
-                import json
-
-                data = json.load(f)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"recognizers file {path}: {error}") from None
+    data = load_data_file(path, "recognizers file")
     unknown = sorted(set(data) - set(EVIDENCE_KEYS)) if isinstance(data, dict) else None
     if not isinstance(data, dict) or unknown:
         raise ValueError(f"recognizers file {path}: must be a mapping of {', '.join(EVIDENCE_KEYS)}"

@@ -27,3 +27,16 @@ def test_a_malformed_item_or_a_name_given_twice_is_an_error_naming_it(items, all
 
 def test_an_empty_value_is_kept_where_allowed():
     assert name_value_pairs(["a="], "--opt", allow_empty=True) == {"a": ""}
+
+
+def test_a_yaml_or_json_file_that_does_not_parse_is_one_error_naming_it(tmp_path):
+    # A YAML syntax error is no ValueError: read bare, it escaped the commands' error handling as a traceback.
+    from piiner.options import load_data_file
+
+    bad = tmp_path / "labels.yaml"
+    bad.write_text("Name: [PERSON\n")
+    with pytest.raises(ValueError, match=f"label map {bad}: "):
+        load_data_file(str(bad), "label map")
+    good = tmp_path / "labels.json"
+    good.write_text('{"Name": "PERSON"}')
+    assert load_data_file(str(good), "label map") == {"Name": "PERSON"}

@@ -29,6 +29,8 @@ from collections import Counter
 
 from piiner.hub.pii_schema import PII_TYPES
 
+from piiner.options import load_data_file
+
 from .audit import Audit
 from .records import NOT_PII, clean_record
 from .split import SPLITS, assign_splits
@@ -50,15 +52,9 @@ class Bad:
 def load_label_map(path):
     """{tool label: piiner type, "O" or "drop"} from a YAML or JSON file of that mapping."""
     try:
-        with open(path, encoding="utf-8") as f:
-            if path.endswith((".yaml", ".yml")):
-                import yaml
-
-                mapping = yaml.safe_load(f)
-            else:
-                mapping = json.load(f)
-    except (OSError, ValueError) as error:
-        raise ImportError_(f"label map {path}: {error}") from None
+        mapping = load_data_file(path, "label map")
+    except ValueError as error:
+        raise ImportError_(str(error)) from None
     if not isinstance(mapping, dict) or not mapping:
         raise ImportError_(f"label map {path}: must map each label to a piiner type, O or drop")
     bad = {k: v for k, v in mapping.items() if v not in (*PII_TYPES, NOT_PII, DROP)}
