@@ -16,7 +16,6 @@ file beside them and renamed at the end, so an existing file is replaced only by
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -147,7 +146,7 @@ def run_table(args, parser, outputs_for):
         return EXIT_USAGE
     if args.column_report:
         stream = outputs[2].stream
-        stream.write((json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n").encode())
+        stream.write(report.dumps().encode())
     for output in outputs:
         if output is not None:
             output.commit()

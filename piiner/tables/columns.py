@@ -147,10 +147,9 @@ class ColumnReport:
         return {"source": self.source, "rows_sampled": self.rows_sampled,
                 "columns": [dataclasses.asdict(d) for d in self.columns]}
 
-    def save(self, path):
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_json(), f, indent=1, ensure_ascii=False)
-            f.write("\n")
+    def dumps(self):
+        """The report as `--column-report` writes it and `load` reads it back."""
+        return json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n"
 
     @classmethod
     def from_json(cls, data):
