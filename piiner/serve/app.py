@@ -155,23 +155,30 @@ def create_app(detector, model_name="detector", settings=None):
             raise HTTPException(422, _validation_message(error)) from None
         return await run(request, body, redacting=True)
 
-    async def redact_document(request):
+    async def uploaded(request, holding):
+        """A multipart request's 'file' and its other fields; a 422 saying what the file must hold."""
         form = await request.form()
         upload = form.get("file")
         if upload is None or not hasattr(upload, "read"):
-            raise HTTPException(422, "a multipart request needs a 'file' field holding a PDF")
-        data = await upload.read()
+            raise HTTPException(422, f"a multipart request needs a 'file' field holding {holding}")
+        return upload, {k: v for k, v in form.items() if k != "file"}
+
+    def form_request(fields, **texts):
+        """The redaction settings of a multipart request's fields (mode, types, min_tier) around `texts`."""
         try:
-            pages = pdf_pages(data)
-        except DocumentError as error:
-            raise HTTPException(422, str(error)) from None
-        fields = {k: v for k, v in form.items() if k != "file"}
-        try:
-            body = RedactRequest(texts=[p.text for p in pages] or [""], mode=fields.get("mode", "placeholder"),
+            return RedactRequest(**texts, mode=fields.get("mode", "placeholder"),
                                  types=fields["types"].split(",") if fields.get("types") else None,
                                  min_tier=int(fields["min_tier"]) if fields.get("min_tier") else None)
         except ValueError as error:
             raise HTTPException(422, _validation_message(error)) from None
+
+    async def redact_document(request):
+        upload, fields = await uploaded(request, "a PDF")
+        try:
+            pages = pdf_pages(await upload.read())
+        except DocumentError as error:
+            raise HTTPException(422, str(error)) from None
+        body = form_request(fields, texts=[p.text for p in pages] or [""])
         results = (await run(request, body, redacting=True))["results"]
         out = []
         for page, result in zip(pages, results):
@@ -193,21 +200,15 @@ def create_app(detector, model_name="detector", settings=None):
 
         if not request.headers.get("content-type", "").startswith("multipart/form-data"):
             raise HTTPException(422, "send the table as multipart/form-data with a 'file' field")
-        form = await request.form()
-        upload = form.get("file")
-        if upload is None or not hasattr(upload, "read"):
-            raise HTTPException(422, "a 'file' field holding a .csv, .tsv or .jsonl table is required")
+        upload, fields = await uploaded(request, "a .csv, .tsv or .jsonl table")
         suffix = os.path.splitext(upload.filename or "")[1].lower()
         if TABLE_SUFFIXES.get(suffix) not in ("csv", "tsv", "jsonl"):
             raise HTTPException(422, f"the file must be .csv, .tsv or .jsonl, got {upload.filename!r}")
-        fields = {k: v for k, v in form.items() if k != "file"}
+        settings_body = form_request(fields, text="")
         try:
-            settings_body = RedactRequest(text="", mode=fields.get("mode", "placeholder"),
-                                          types=fields["types"].split(",") if fields.get("types") else None,
-                                          min_tier=int(fields["min_tier"]) if fields.get("min_tier") else None)
             column_types = dict(item.split("=", 1) for item in fields.get("column_types", "").split(",") if item)
-        except ValueError as error:
-            raise HTTPException(422, _validation_message(error)) from None
+        except ValueError:
+            raise HTTPException(422, "column_types takes COLUMN=TYPE pairs separated by commas") from None
         loop = asyncio.get_running_loop()
 
         def detect(texts):  # called from the worker thread: the texts join the service's batches
