@@ -77,11 +77,10 @@ def select_split(records, name, limit, what, label_types):
     return checked
 
 
-def with_replay(train_records, data_args, label_types, seed):
+def with_replay(train_records, replay_corpus, data_args, label_types, seed):
     """The user's training records with `replay_records` of the replay corpus's training records mixed in (a seeded
     sample): adapting on a few hundred documents alone, a model forgets the text it was trained on."""
-    replay_args = dataclasses.replace(data_args, dataset=data_args.replay_dataset)
-    replay = select_split(load_records(replay_args), data_args.train_split, None, "replay", label_types)
+    replay = select_split(replay_corpus, data_args.train_split, None, "replay", label_types)
     replay = replay.shuffle(seed=seed).select(range(min(data_args.replay_records, len(replay))))
     columns = [c for c in JOINED_COLUMNS if c in train_records.column_names and c in replay.column_names]
     rows = train_records.select_columns(columns).to_list() + replay.select_columns(columns).to_list()
@@ -90,14 +89,12 @@ def with_replay(train_records, data_args, label_types, seed):
     return datasets.Dataset.from_list(rows)
 
 
-def records_of_replay(data_args, label_types):
+def replay_test(replay_corpus, data_args, label_types):
     """A seeded sample of the replayed corpus's test split, or None (no replay, or no such split)."""
-    if not data_args.replay_dataset or not data_args.test_split:
+    if replay_corpus is None or not data_args.test_split or data_args.test_split not in replay_corpus:
         return None
-    replay = load_records(dataclasses.replace(data_args, dataset=data_args.replay_dataset))
-    if data_args.test_split not in replay:
-        return None
-    return select_split(replay, data_args.test_split, data_args.max_eval_samples or 300, "replay test", label_types)
+    return select_split(replay_corpus, data_args.test_split, data_args.max_eval_samples or 300, "replay test",
+                        label_types)
 
 
 def adaptation_sets(data_args, test_records, test_features, replay_test, tokenizer, config, window):
@@ -202,8 +199,10 @@ def main(argv=None, extra_callbacks=()):
         if data_args.test_split in records else None
     )
 
-    if data_args.replay_dataset and data_args.replay_records > 0:
-        train_records = with_replay(train_records, data_args, label_types, training_args.seed)
+    replay = (load_records(dataclasses.replace(data_args, dataset=data_args.replay_dataset))
+              if data_args.replay_dataset else None)
+    if replay is not None and data_args.replay_records > 0:
+        train_records = with_replay(train_records, replay, data_args, label_types, training_args.seed)
 
     # What the model trains on: the records, joined into longer texts when asked (the card counts the records).
     train_texts = join_records(train_records, data_args.join_texts, training_args.seed)
@@ -274,7 +273,7 @@ def main(argv=None, extra_callbacks=()):
         class_weights=class_weights,
     )
     # An adapted model is judged by what changed: the user's test split and the replayed corpus's, before and after.
-    comparisons = adaptation_sets(data_args, test_records, test_features, records_of_replay(data_args, label_types),
+    comparisons = adaptation_sets(data_args, test_records, test_features, replay_test(replay, data_args, label_types),
                                   tokenizer, config, window) if model_args.init_from_checkpoint else []
     before = [score_on(trainer, *c[1:]) for c in comparisons]
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
