@@ -34,7 +34,7 @@ from piiner.export.onnx_export import (
 from piiner.hub.configuration_piiner import PiiNerConfig
 from piiner.hub.crf_numba import crf_decode_cpu
 from piiner.hub.decoding_piiner import entities_from_windows, filter_results, result_filters
-from piiner.hub.recognizers_piiner import evidence_from
+from piiner.hub.recognizers_piiner import config_evidence
 from piiner.hub.encoding_piiner import check_tokenizer_windows, encode_texts, length_order, trim_char_ids
 
 # onnxruntime's graph optimisations that make this graph slower on the CPU: SkipLayerNormFusion's fused kernel is
@@ -134,9 +134,7 @@ class OnnxPiiNer:
             )
         self.output_names = list(CRF_OUTPUT_NAMES)
         self.one_window_per_call = quantizes_activations(self.session, onnx_path) and not batch_quantized
-        config = self.config
-        self.evidence = evidence_from(config.recognizers, config.allow_list, config.deny_list,
-                                      builtin=config.builtin_recognizers, known_types=tuple(config.type_to_tier))
+        self.evidence = config_evidence(self.config)
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
         """One graph call on already-encoded windows (tensors or arrays, the model's inputs); returns `emissions`,

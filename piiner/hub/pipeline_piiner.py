@@ -17,7 +17,7 @@ from transformers.pipelines.base import ChunkPipeline
 from .encoding_piiner import check_tokenizer_windows, encode_texts, length_order
 
 from .decoding_piiner import entities_from_windows, filter_results, result_filters
-from .recognizers_piiner import evidence_from
+from .recognizers_piiner import config_evidence
 
 
 AGGREGATION_STRATEGIES = ("simple", "none")
@@ -86,15 +86,7 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         return self._saved_evidence
 
     def _evidence_with(self, recognizers=None, allow_list=None, deny_list=None):
-        config = self.model.config
-        deny = dict(getattr(config, "deny_list", None) or {})
-        for type_, words in (deny_list or {}).items() if isinstance(deny_list, dict) else ():
-            deny[type_] = list(deny.get(type_, [])) + list(words)
-        return evidence_from(
-            list(getattr(config, "recognizers", None) or []) + list(recognizers or []),
-            list(getattr(config, "allow_list", None) or []) + list(allow_list or []),
-            deny if isinstance(deny_list, dict) or deny_list is None else deny_list,
-            builtin=getattr(config, "builtin_recognizers", True), known_types=tuple(config.type_to_tier or ()))
+        return config_evidence(self.model.config, recognizers, allow_list, deny_list)
 
     def _sanitize_parameters(self, aggregation_strategy=None, min_score=None, max_length=None, stride=None,
                              ignore_labels=None, recognizers=None, allow_list=None, deny_list=None):

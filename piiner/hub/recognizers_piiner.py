@@ -374,6 +374,19 @@ def evidence_from(recognizers=None, allow_list=None, deny_list=None, builtin=Tru
     return Evidence(tuple(own) + (BUILTIN_RECOGNIZERS if builtin else ()), check_allow_list(allow_list))
 
 
+def config_evidence(config, recognizers=None, allow_list=None, deny_list=None):
+    """The `Evidence` a model's config saves (`recognizers`, `allow_list`, `deny_list`, `builtin_recognizers`), with
+    a caller's recognizers and lists added to it: what every path from a model's outputs to entities decodes with."""
+    deny = dict(getattr(config, "deny_list", None) or {})
+    for type_, words in (deny_list or {}).items() if isinstance(deny_list, dict) else ():
+        deny[type_] = list(deny.get(type_, [])) + list(words)
+    return evidence_from(
+        list(getattr(config, "recognizers", None) or []) + list(recognizers or []),
+        list(getattr(config, "allow_list", None) or []) + list(allow_list or []),
+        deny if isinstance(deny_list, dict) or deny_list is None else deny_list,  # a bad one is refused, named
+        builtin=getattr(config, "builtin_recognizers", True), known_types=tuple(config.type_to_tier or ()))
+
+
 __all__ = ["VALIDATORS", "Recognizer", "RecognizerError", "Match", "Evidence", "BUILTIN_RECOGNIZERS",
-           "evidence_from", "user_recognizer", "ssn_valid", "card_valid", "card_issuer_valid", "ip_valid",
+           "evidence_from", "config_evidence", "user_recognizer", "ssn_valid", "card_valid", "card_issuer_valid", "ip_valid",
            "email_valid", "mac_valid", "phone_valid", "url_valid"]

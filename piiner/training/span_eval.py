@@ -13,7 +13,7 @@ import torch
 
 from piiner.evaluation.metrics import set_aside_unjudged, span_metrics
 from piiner.hub.decoding_piiner import entities_from_windows
-from piiner.hub.recognizers_piiner import evidence_from
+from piiner.hub.recognizers_piiner import config_evidence
 
 
 def keep_tags_and_scores(outputs, labels):
@@ -51,8 +51,7 @@ class SpanEvaluator:
         self.offsets = features["offset_mapping"]
         self.example_index = features["example_index"]
         self.outside_id = {v: int(k) for k, v in config.id2label.items()}["O"]
-        self.evidence = evidence_from(config.recognizers, config.allow_list, config.deny_list,
-                                      builtin=config.builtin_recognizers, known_types=tuple(config.type_to_tier))
+        self.evidence = config_evidence(config)
         self.last_report = None
         self.last_predictions = None
 
