@@ -202,3 +202,57 @@ def test_a_phone_numbers_extension_is_part_of_its_match():
                         ("call 212-555-0147 x304 now", "212-555-0147 x304"),
                         ("212-555-0147 extra", "212-555-0147")):
         assert [text[m.start:m.end] for m in evidence.find(text) if m.type == "PHONE"] == [phone]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("S S N  5 3 6 - 2 2 - 8 4 9 1", ("SSN", "5 3 6 - 2 2 - 8 4 9 1")),
+    ("c a r d 4 1 1 1  1 1 1 1  1 1 1 1  1 1 1 1", ("CREDIT_CARD", "4 1 1 1  1 1 1 1  1 1 1 1  1 1 1 1")),
+    ("call 2 1 2 - 5 5 5 - 0 1 4 7 now", ("PHONE", "2 1 2 - 5 5 5 - 0 1 4 7")),
+])
+def test_an_identifier_spaced_out_one_character_at_a_time_is_matched_whole(pipe, text, expected):
+    # OCR and boxed forms space identifiers out; the patterns read such a run closed up, the span keeps its spaces.
+    assert [(m.type, text[m.start:m.end]) for m in evidence_from().find(text)] == [expected]
+    assert [(e["type"], e["word"]) for e in pipe(text) if e["source"] == "builtin"] == [expected]
+
+
+def test_spaced_out_words_without_a_digit_are_read_as_written():
+    assert not evidence_from().find("a b c d e f g and 1 2")
+
+
+@pytest.mark.parametrize("text, phone", [
+    ("Tracking 9400 1000, order 88213, call 1-888-555-0110 with questions", "1-888-555-0110"),
+    ("account number 212-555-0147", None),
+    ("order 212-555-0147 shipped", None),
+    ("call about order 212-555-0147", None),
+])
+def test_the_nearer_word_decides_whether_a_phone_shaped_number_is_a_phone(text, phone):
+    got = [text[m.start:m.end] for m in evidence_from().find(text) if m.type == "PHONE"]
+    assert got == ([phone] if phone else [])
+
+
+@pytest.mark.parametrize("value, ok", [("2023-118842", False), ("2024-02-11 09:41", False), ("212 5550 147", False),
+                                       ("1 (800) 555-0142", True), ("+12125550163", True), ("(212)5550147", True),
+                                       ("020 7946 0855", True), ("+1-415-555-0168 x204", True),
+                                       ("375.356.7981, ext. 99", True)])
+def test_a_north_american_number_is_grouped_3_3_4_and_a_phone_holds_no_time(value, ok):
+    assert phone_valid(value) is ok
+
+
+def test_an_ipv6_address_ending_in_ipv4_is_one_address():
+    text = "::ffff:192.0.2.128 mapped, 64:ff9b::192.0.2.33 too"
+    assert [text[m.start:m.end] for m in evidence_from().find(text)] == ["::ffff:192.0.2.128", "64:ff9b::192.0.2.33"]
+
+
+def test_an_imei_is_a_device_id_after_a_word_naming_it():
+    for text, imei in (("phone lost, imei 35 017568 205258 0", "35 017568 205258 0"),
+                       ("handset IMEI 490154203237518 reported stolen", "490154203237518"),
+                       ("box 490154203237518 shipped", None), ("imei 490154203237519", None)):
+        got = [text[m.start:m.end] for m in evidence_from().find(text) if m.type == "DEVICE_ID"]
+        assert got == ([imei] if imei else []), text
+
+
+def test_a_url_the_model_finds_needs_a_host():
+    # "HTTP/" of a log line's "GET /login HTTP/1.1" was reported as a URL; the decode now checks URLs.
+    from piiner.hub.decoding_piiner import TYPE_CHECKS
+
+    assert not TYPE_CHECKS["URL"]("HTTP/") and TYPE_CHECKS["URL"]("example.com/help")

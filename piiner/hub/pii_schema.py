@@ -43,7 +43,7 @@ TYPE_RULES = {
     "EMAIL": {"check": "email", "unbroken": True},
     "IP_ADDRESS": {"check": "ip", "part": "address_and_port", "unbroken": True},
     "STREET_ADDRESS": {"check": "has_digit"},
-    "URL": {"unbroken": True},
+    "URL": {"check": "url", "unbroken": True},
     "USERNAME": {"unbroken": True},
     "CRYPTO_WALLET": {"unbroken": True},
 }

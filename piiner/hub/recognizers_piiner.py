@@ -57,6 +57,11 @@ def card_issuer_valid(value):
     return ok and luhn_valid(d)
 
 
+def imei_valid(value):
+    """15 digits that pass Luhn: a handset's IMEI."""
+    return len(_digits(value)) == 15 and luhn_valid(value)
+
+
 def ip_valid(value):
     """An IPv4 or IPv6 address Python's `ipaddress` parses."""
     try:
@@ -93,7 +98,8 @@ def phone_valid(value):
     """A layout some phone number has: 7 to 15 digits (letters after the first digits dialled as on a keypad, as in
     1-800-FLOWERS), an extension marker, and not the layout of an SSN or a date. A North American number (10
     digits, or 11 after a 1) has an area code and exchange from 2-9."""
-    core = re.split(r"(?i)\s*(?:ext\.?|extn\.?|extension|x)\s*\d+$", value.strip())[0]
+    closed = _close_spaced_runs(value.strip())
+    core = re.split(r"(?i),?\s*(?:ext\.?|extn\.?|extension|x)\s*\d+$", closed[0] if closed else value.strip())[0]
     if re.search(r"[A-Za-z]", core):
         if not re.fullmatch(r"[\d\s().+-]*\d[\s().-]*[A-Za-z][A-Za-z\d\s().-]*", core):
             return False
@@ -101,10 +107,17 @@ def phone_valid(value):
     digits = _digits(core)
     if not 7 <= len(digits) <= 15 or _SSN_LAYOUT.fullmatch(core) or _DATE_LAYOUT.fullmatch(core):
         return False
+    if re.search(r"[^\d\s().+/-]", core):  # a time's colon, a letter left over
+        return False
     international = core.lstrip().startswith("+") and not core.lstrip().startswith("+1")
     if not international and (len(digits) == 10 or (len(digits) == 11 and digits[0] == "1")):
         national = digits[-10:]
-        return national[0] in "23456789" and national[3] in "23456789"
+        groups = [len(g) for g in re.findall(r"\d+", core)]
+        if len(groups) > 1 and len(digits) == 11 and groups[0] == 1:
+            groups = groups[1:]
+        # Written with separators, a North American number is grouped 3-3-4 ("2023-118842" is a claim number).
+        return (national[0] in "23456789" and national[3] in "23456789"
+                and groups in ([len(digits)], [3, 3, 4], [3, 7]))
     return True
 
 
@@ -118,6 +131,7 @@ def url_valid(value):
 VALIDATORS = {
     "ssn": ssn_valid,
     "luhn": card_valid,
+    "imei": imei_valid,
     "card": card_issuer_valid,
     "iban": iban_valid,
     "ip": ip_valid,
@@ -186,9 +200,12 @@ class Recognizer:
             if start >= end:
                 continue
             before = _words_before(text, start)
-            if self.not_after and _names_any(before, self.not_after):
+            named, other = _last_named(before, self.context), _last_named(before, self.not_after)
+            # The nearer word decides ("order 88213, call 1-888-555-0110" is a phone number), where a word stands
+            # between them; next to each other they name one thing ("account number").
+            if other and not (named and named[0] > other[1]):
                 continue
-            in_context = bool(self.context) and _names_any(before, self.context)
+            in_context = bool(named)
             if self.context_required and not in_context:
                 continue
             score = min(1.0, self.score + CONTEXT_BONUS) if in_context and not self.context_required else self.score
@@ -223,9 +240,19 @@ def _words_before(text, start):
     return " ".join(words[-CONTEXT_WORDS_BEFORE:])
 
 
-def _names_any(words, phrases):
-    padded = f" {words} "
-    return any(f" {phrase} " in padded for phrase in phrases)
+def _last_named(words, phrases):
+    """The word positions `(first, after last)` of the last of `phrases` among `words` (a string of words), or
+    `None`."""
+    words = words.split()
+    found = None
+    for phrase in phrases:
+        n = len(phrase.split())
+        for i in range(len(words) - n, -1, -1):
+            if " ".join(words[i:i + n]) == phrase:
+                if found is None or i + n > found[1] or (i + n == found[1] and i < found[0]):
+                    found = (i, i + n)
+                break
+    return found
 
 
 def _builtin(type_, pattern, score, validator, context=(), **kwargs):
@@ -233,6 +260,7 @@ def _builtin(type_, pattern, score, validator, context=(), **kwargs):
 
 
 _HEX4 = "[0-9A-Fa-f]{1,4}"
+_V4 = r"(?:\d{1,3}\.){3}\d{1,3}"  # the last 32 bits of an IPv6 address written as IPv4 ("::ffff:192.0.2.128")
 _SSN_CONTEXT = ("ssn", "ssns", "social security", "social security number", "social", "ss", "ss no", "sin")
 _PHONE_CONTEXT = ("phone", "call", "called", "tel", "telephone", "mobile", "cell", "fax", "contact", "reach",
                   "number", "text", "dial", "ph")
@@ -250,10 +278,13 @@ BUILTIN_RECOGNIZERS = (
              ("card", "credit", "visa", "mastercard", "amex", "debit")),
     _builtin("IBAN", r"(?i)\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b", 1.0, "iban"),
     _builtin("IP_ADDRESS", r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)", 0.95, "ip"),
-    _builtin("IP_ADDRESS", rf"(?<![\w:])(?:(?:{_HEX4}:){{7}}{_HEX4}|(?:{_HEX4}:){{1,7}}:(?:{_HEX4}(?::{_HEX4}){{0,6}})?"
-             rf"|::(?:{_HEX4}(?::{_HEX4}){{0,6}}))(?![\w:])", 0.95, "ip"),
+    _builtin("IP_ADDRESS", rf"(?<![\w:])(?:(?:{_HEX4}:){{6}}{_V4}|(?:{_HEX4}:){{1,5}}:(?:{_HEX4}:){{0,4}}{_V4}"
+             rf"|::(?:{_HEX4}:){{0,5}}{_V4}|(?:{_HEX4}:){{7}}{_HEX4}|(?:{_HEX4}:){{1,7}}:(?:{_HEX4}(?::{_HEX4}){{0,6}})?"
+             rf"|::(?:{_HEX4}(?::{_HEX4}){{0,6}}))(?![\w:]|\.\d)", 0.95, "ip"),
     _builtin("DEVICE_ID", r"(?<![\w:.-])(?:[0-9A-Fa-f]{2}([:-])(?:[0-9A-Fa-f]{2}\1){4}[0-9A-Fa-f]{2}"
              r"|(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4})(?![\w:-]|\.\w)", 0.9, "mac", ("mac", "device", "hardware")),
+    _builtin("DEVICE_ID", r"(?<![\d.-])\d{2}([ -]?)\d{6}\1\d{6}\1\d(?![\d-]|\.\d)", 0.9, "imei",
+             ("imei", "imeis", "handset", "device"), context_required=True),
     _builtin("SSN", r"(?<![\d.-])\d{3}([- .])\d{2}\1\d{4}(?![\d-]|\.\d)", 0.85, "ssn", _SSN_CONTEXT),
     _builtin("SSN", r"(?<![\d.-])\d{9}(?![\d-]|\.\d)", 0.85, "ssn", _SSN_CONTEXT, context_required=True),
     _builtin("PHONE", r"(?<![\w+.-])(?:\+?1[ .-]?)?(?:\(\d{3}\)[ .-]?|\d{3}[ .-])\d{3}[ .-]\d{4}" + _EXTENSION
@@ -349,13 +380,43 @@ class Evidence:
         return bool(self.recognizers or self.allow_list)
 
 
+# Four or more one-character words, at least one a digit, one or two spaces apart: "5 3 6 - 2 2 - 8 4 9 1", text
+# spaced out by OCR or by a form's boxes.
+_SPACED_RUN = re.compile(r"(?<!\S)\S(?!\S)(?: {1,2}\S(?!\S)){3,}")
+
+
+def _close_spaced_runs(text):
+    """`text` with its spaced-out runs closed up ("5 3 6 - 2 2" -> "536-22"; two spaces, between groups, become
+    one), and where each of its characters stands in `text`; `None` where there is no such run."""
+    runs = [m for m in _SPACED_RUN.finditer(text) if any(c.isdigit() for c in m.group())]
+    if not runs:
+        return None
+    view, where, cursor = [], [], 0
+    for run in runs:
+        view.append(text[cursor:run.start()])
+        where.extend(range(cursor, run.start()))
+        for piece in re.finditer(r"\S|  ", run.group()):
+            view.append(piece.group()[0])
+            where.append(run.start() + piece.start())
+        cursor = run.end()
+    view.append(text[cursor:])
+    where.extend(range(cursor, len(text)))
+    return "".join(view), where
+
+
 @functools.lru_cache(maxsize=4)
 def _find(evidence, text):
     """Non-overlapping matches of `text`, sorted: where two overlap, the longer wins, then the earlier recognizer
-    (a user's recognizer and a deny list come before the built-in ones). Cached: a text's windows ask in turn."""
+    (a user's recognizer and a deny list come before the built-in ones). Spaced-out runs are read closed up, so an
+    identifier typed one digit at a time is still matched (and its span still covers its spaces). Cached: a text's
+    windows ask in turn."""
+    closed = _close_spaced_runs(text)
+    view, where = closed if closed else (text, None)
     ranked = []
     for rank, recognizer in enumerate(evidence.recognizers):
-        for match in recognizer.matches(text):
+        for match in recognizer.matches(view):
+            if where is not None:
+                match = dataclasses.replace(match, start=where[match.start], end=where[match.end - 1] + 1)
             ranked.append(((-(match.end - match.start), rank, match.start), match))
     kept = []
     for _, match in sorted(ranked, key=lambda pair: pair[0]):
@@ -389,4 +450,4 @@ def config_evidence(config, recognizers=None, allow_list=None, deny_list=None):
 
 __all__ = ["VALIDATORS", "Recognizer", "RecognizerError", "Match", "Evidence", "BUILTIN_RECOGNIZERS",
            "evidence_from", "config_evidence", "user_recognizer", "ssn_valid", "card_valid", "card_issuer_valid", "ip_valid",
-           "email_valid", "mac_valid", "phone_valid", "url_valid"]
+           "email_valid", "mac_valid", "phone_valid", "url_valid", "imei_valid"]
