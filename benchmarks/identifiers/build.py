@@ -1,5 +1,5 @@
-"""written.txt (one text a line, identifiers marked {TYPE|value}) -> written.jsonl, gold records piiner-evaluate
-scores: `python benchmarks/identifiers/build.py`, then
+"""written.txt and held_out.txt (one text a line, identifiers marked {TYPE|value}) -> written.jsonl and
+held_out.jsonl, gold records piiner-evaluate scores: `python benchmarks/identifiers/build.py`, then
 
     piiner-evaluate --model runs/quickstart --data benchmarks/identifiers/written.jsonl \\
         --types SSN,CREDIT_CARD,IBAN,EMAIL,PHONE,IP_ADDRESS,URL,DEVICE_ID --compare regex,presidio
@@ -14,7 +14,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MARK = re.compile(r"\{([A-Z_]+)\|([^{}]+)\}")
 
 
-def record(number, line):
+def record(id_, line):
     text, spans, cursor = "", [], 0
     for match in MARK.finditer(line):
         text += line[cursor:match.start()]
@@ -22,20 +22,25 @@ def record(number, line):
         text += match.group(2)
         cursor = match.end()
     text += line[cursor:]
-    return {"id": f"written-{number}", "text": text, "spans": spans}
+    return {"id": id_, "text": text, "spans": spans}
 
 
-def main():
-    with open(os.path.join(HERE, "written.txt"), encoding="utf-8") as f:
+def build(name):
+    with open(os.path.join(HERE, f"{name}.txt"), encoding="utf-8") as f:
         lines = [line.rstrip("\n") for line in f if line.strip() and not line.startswith("#")]
-    records = [record(i, line) for i, line in enumerate(lines, 1)]
-    with open(os.path.join(HERE, "written.jsonl"), "w", encoding="utf-8") as f:
+    records = [record(f"{name}-{i}", line) for i, line in enumerate(lines, 1)]
+    with open(os.path.join(HERE, f"{name}.jsonl"), "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     counts = {}
     for r in records:
         for s in r["spans"]:
             counts[s["label"]] = counts.get(s["label"], 0) + 1
-    print(f"{len(records)} texts, {sum(counts.values())} identifiers: {counts}")
+    print(f"{name}: {len(records)} texts, {sum(counts.values())} identifiers: {counts}")
+
+
+def main():
+    for name in ("written", "held_out"):
+        build(name)
     return 0
 
 
