@@ -14,7 +14,7 @@ import torch
 from .checksums import fold_width
 from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
-from .pii_schema import TYPE_RULES, label_ids_of_types, split_label
+from .pii_schema import TYPE_RULES, split_label
 from .recognizers_piiner import VALIDATORS, ip_valid
 
 
@@ -281,28 +281,53 @@ def _lettered(tokens, word, allowed):
     return [any(c.isalpha() for c in token) for token in tokens]
 
 
-def _tokens_over(pairs, ranges):
-    """The tokens (with characters) of offset `pairs` that overlap any `(start, end)` of `ranges`."""
-    return [i for i, (s, e) in enumerate(pairs) if e > s and any(s < end and e > start for start, end in ranges)]
+def _tokens_over(spans, ranges):
+    """The tokens (with characters) of `spans`, a window's `(T, 2)` offsets as an array, that overlap any `(start,
+    end)` of `ranges`. Vectorised: a model whose emissions break the rules everywhere (a random head) asks this of
+    hundreds of entities per window."""
+    starts, ends = spans[:, 0], spans[:, 1]
+    hit = np.zeros(len(spans), dtype=bool)
+    for start, end in ranges:
+        hit |= (starts < end) & (ends > start)
+    return np.flatnonzero(hit & (ends > starts)).tolist()
 
 
-def _forbidden(text, pairs, entity, label2id, capitalised_types):
+@functools.lru_cache(maxsize=8)
+def _ids_by_type(labels):
+    """`{type: [its B- and I- label ids]}` of a model's `(label, id)` pairs, read once per model: the checks ask it of
+    every failing entity, hundreds per window where the emissions are poor."""
+    by_type = {}
+    for label, i in labels:
+        kind = split_label(label)[1]
+        if kind is not None:
+            by_type.setdefault(kind, []).append(int(i))
+    return by_type
+
+
+def _label_ids(label2id, types):
+    """The sorted ids of the B- and I- labels of `types` (`pii_schema.label_ids_of_types`), from the cached table."""
+    by_type = _ids_by_type(tuple(label2id.items()))
+    return sorted(i for t in set(types) for i in by_type.get(t, ()))
+
+
+def _forbidden(text, pairs, entity, label2id, capitalised_types, spans=None):
     """`(tokens, label ids)` the window's next decode must not give, for an entity that cannot stand as it is; None
     for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
     that holds a letter in a type of `DIGIT_TYPES`: every label of its type on the tokens holding one and on the
     whole of a word of letters without a digit, but not on a word the type allows (a phone number's "ext."). One
     that fails its check (`fails_check`): every label of its type on all its tokens, or on those around a part
     that passes (`TYPE_PARTS`: the port of "10.0.0.5:443"). A name ending in lower-case
-    words (`lower_case_ends`): every label of its type on those words' tokens."""
+    words (`lower_case_ends`): every label of its type on those words' tokens. `spans`: `pairs` as an array."""
+    spans = np.asarray(pairs, dtype=np.int64).reshape(-1, 2) if spans is None else spans
     kind = entity["type"]
     if kind in UNBROKEN_TYPES and any(c.isspace() for c in entity["word"]):
-        inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
+        inside = _tokens_over(spans, [(entity["start"], entity["end"])])
         # whitespace between the previous token and this one, or opening it (SentencePiece tokens hold their space)
         tokens = [i for before, i in zip(inside, inside[1:])
                   if any(c.isspace() for c in text[pairs[before][1]:pairs[i][0] + 1])]
         return tokens, [i for label, i in label2id.items() if label == f"I-{kind}"]
     if kind in DIGIT_TYPES and any(c.isalpha() for c in entity["word"]):
-        inside = _tokens_over(pairs, [(entity["start"], entity["end"])])
+        inside = _tokens_over(spans, [(entity["start"], entity["end"])])
         by_word = {}  # each word's test once, whatever its length and number of tokens
         for i, word in zip(inside, _words_around(text, pairs, inside)):
             by_word.setdefault(word, []).append(i)
@@ -311,23 +336,24 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types):
             verdicts = _lettered([text[s:e] for s, e in (pairs[i] for i in tokens)], text[start:end], DIGIT_TYPES[kind])
             lettered += [i for i, out in zip(tokens, verdicts) if out]
         if lettered:
-            return sorted(lettered), label_ids_of_types(label2id, [kind])
+            return sorted(lettered), _label_ids(label2id, [kind])
     if not fails_check(text, entity, capitalised_types):
         outside = lower_case_ends(text, entity, capitalised_types)
-        return (_tokens_over(pairs, outside), label_ids_of_types(label2id, [kind])) if outside else None
+        return (_tokens_over(spans, outside), _label_ids(label2id, [kind])) if outside else None
     whole = [(entity["start"], entity["end"])]
     part = TYPE_PARTS[kind](entity["word"]) if kind in TYPE_PARTS else None
     # the tokens around the part that passes ("10.0.0.5" of "10.0.0.5:443"); all of them where none does, or where
     # no token lies outside it
-    tokens = part and _tokens_over(pairs, [(entity["start"], entity["start"] + part[0]),
+    tokens = part and _tokens_over(spans, [(entity["start"], entity["start"] + part[0]),
                                            (entity["start"] + part[1], entity["end"])])
     if tokens:
-        return tokens, label_ids_of_types(label2id, [kind])
+        return tokens, _label_ids(label2id, [kind])
     # Every type the same words would fail, not only this one: the next decode cannot move the span to another type
     # it cannot be, so a span takes one more decode, not one per type the model ranks before the one that passes.
-    types = {split_label(label)[1] for label in label2id} - {None}
-    failing = [t for t in types if t == kind or fails_check(text, {**entity, "type": t}, capitalised_types)]
-    return _tokens_over(pairs, whole), label_ids_of_types(label2id, failing)
+    # Only a type with a check or a capital rule can fail.
+    candidates = (set(TYPE_CHECKS) | set(capitalised_types)) - {kind}
+    failing = [kind] + [t for t in sorted(candidates) if fails_check(text, {**entity, "type": t}, capitalised_types)]
+    return _tokens_over(spans, whole), _label_ids(label2id, failing)
 
 
 @functools.lru_cache(maxsize=2)
@@ -406,6 +432,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     mask = np.asarray(crf_mask, dtype=bool)
     pairs = _as_offset_pairs(offsets)
+    spans = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     label2id = {label: int(i) for i, label in id2label.items()}
     window = (min((s for s, e in pairs if e > s), default=0), max((e for s, e in pairs if e > s), default=0))
     matches = [m for m in matches if m.start < window[1] and m.end > window[0]]
@@ -430,15 +457,15 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
         entities = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
                                                multiline_types)
                     if not any(e["start"] < end and e["end"] > start for start, end in evidence)]
-        forbidden = [f for f in (_forbidden(text, pairs, e, label2id, capitalised_types) for e in entities)
-                     if f and f[0]]
+        verdicts = [(e, _forbidden(text, pairs, e, label2id, capitalised_types, spans)) for e in entities]
+        forbidden = [f for _, f in verdicts if f and f[0]]
         if not forbidden:
             break
         if round_ == MAX_CHECK_ROUNDS:  # still failing: drop those entities whole
             tag_ids = np.array(tag_ids, copy=True)
-            for entity in entities:
-                if _forbidden(text, pairs, entity, label2id, capitalised_types):
-                    tag_ids[_tokens_over(pairs, [(entity["start"], entity["end"])])] = label2id["O"]
+            for entity, verdict in verdicts:
+                if verdict:
+                    tag_ids[_tokens_over(spans, [(entity["start"], entity["end"])])] = label2id["O"]
             break
         for tokens, labels in forbidden:
             emissions[np.ix_(tokens, labels)] = FORBIDDEN_EMISSION
