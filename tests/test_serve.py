@@ -239,10 +239,64 @@ def test_a_text_cut_at_paragraphs_gives_the_entities_of_the_whole_text():
 
     text = "\n\n".join(f"para {i}: mail u{i}@x.org or call 555-201-{3000 + i}.\nSSN 123-45-6789" for i in range(50))
     cut = pieces(text, 200)
-    assert "".join(p for _, p in cut) == text and all(text[o:o + len(p)] == p for o, p in cut) and len(cut) > 10
-    shifted = [{**e, "start": e["start"] + o, "end": e["end"] + o} for o, p in cut for e in RegexDetector()([p])[0]]
+    assert "".join(p for _, p, _, _ in cut) == text and all(text[o:o + len(p)] == p for o, p, _, _ in cut)
+    assert len(cut) > 10 and all((lo, hi) == (o, o + len(p)) for o, p, lo, hi in cut)
+    shifted = [{**e, "start": e["start"] + o, "end": e["end"] + o} for o, p, _, _ in cut
+               for e in RegexDetector()([p])[0]]
     whole = RegexDetector()([text])[0]
     assert [(e["start"], e["end"], e["type"]) for e in shifted] == [(e["start"], e["end"], e["type"]) for e in whole]
+
+
+def test_a_long_paragraph_is_cut_into_overlapping_pieces_that_lose_and_double_nothing():
+    """One paragraph of 20,000 characters was one piece: a small request waited for all of it. Entities slid
+    through every word position of the filler come back once each, whole, wherever the cuts fall."""
+    from piiner.serve.batching import joined, pieces
+
+    words = ("the quick brown fox jumps over a lazy dog and then " * 400).split()
+    for position in range(0, 300, 7):
+        text = " ".join(words[:position] + ["mail u1@x.org or call 555-201-3344"] + words[position:]
+                        + ["and", "u2@example.com"] + words[:position])
+        for max_chars in (120, 200, 1000):
+            cut = pieces(text, max_chars)
+            assert all(len(p) <= max_chars for _, p, _, _ in cut) and len(cut) > 1
+            assert all(text[o:o + len(p)] == p for o, p, _, _ in cut)
+            assert [lo for _, _, lo, _ in cut][1:] == [hi for _, _, _, hi in cut][:-1]  # kept ranges tile the text
+            got = joined(cut, [RegexDetector()([p])[0] for _, p, _, _ in cut])
+            want = RegexDetector()([text])[0]
+            assert [(e["start"], e["end"], e["type"]) for e in got] == [(e["start"], e["end"], e["type"])
+                                                                        for e in want], (position, max_chars)
+
+
+def test_a_small_request_is_not_stalled_by_one_long_paragraph():
+    def timed(texts):
+        time.sleep(sum(map(len, texts)) / 2_000_000)
+        return RegexDetector()(texts)
+
+    large = " ".join(f"row {i} mail u{i}@x.org today" + " filler" * 60 for i in range(1000))  # one paragraph
+    app = create_app(timed, "timed", Settings(max_batch_chars=2000, max_wait_ms=0, max_body_bytes=4_000_000))
+    done = {}
+
+    async def scenario():
+        await app.state.batcher.start()
+        try:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                async def send(name, text):
+                    response = await client.post("/v1/detect", json={"text": text})
+                    done[name] = time.monotonic()
+                    return response
+
+                big = asyncio.create_task(send("large", large))
+                await asyncio.sleep(0.02)
+                small = await send("small", "call 555-201-3344")
+                return (await big).json(), small.json()
+        finally:
+            await app.state.batcher.stop()
+
+    big, small = asyncio.run(scenario())
+    assert done["small"] < done["large"]
+    assert [e["word"] for e in big["entities"]] == [f"u{i}@x.org" for i in range(1000)]
+    assert small["entities"][0]["type"] == "PHONE"
 
 
 def test_a_large_request_does_not_stall_a_small_one_sent_after_it():

@@ -1,8 +1,10 @@
 """Concurrent requests gathered into batches for the model, taken in turn so that a large request does not stall
 small ones.
 
-Each text a request brings is cut into pieces at paragraph boundaries (`pieces`): the model encodes every paragraph
-on its own anyway, so the pieces' entities, shifted back, are the whole text's. A single worker builds each batch by
+Each text a request brings is cut into pieces (`pieces`): at paragraph boundaries, where the model encodes every
+paragraph on its own anyway, so the pieces' entities, shifted back, are the whole text's; and a paragraph longer than
+a piece into overlapping stretches cut at spaces, each keeping the entities that start in its middle part, so an
+entity shorter than half the overlap is found whole in the stretch that keeps it. A single worker builds each batch by
 taking one piece from each waiting request in turn, up to `max_texts` pieces and `max_chars` characters, after
 waiting `max_wait_ms` from the first for others to arrive; the detector runs in a worker thread, so the event loop
 never blocks on the model and the model sees one batch at a time. A small request that arrives while a 1 MB one
@@ -17,18 +19,68 @@ import time
 from piiner.hub.encoding_piiner import paragraphs
 
 
+def _word_start(text, position, lowest):
+    """The last position in `(lowest, position]` where a word starts (after whitespace); `position` where none does."""
+    for i in range(position, lowest, -1):
+        if text[i - 1].isspace() and not text[i].isspace():
+            return i
+    return position
+
+
+def _stretches(text, start, end, max_chars):
+    """`(start, end, keep_from, keep_to)` of overlapping stretches of at most `max_chars` characters covering
+    `text[start:end]`, cut where words start. Each keeps the entities that start in `[keep_from, keep_to)`, the
+    middle of its overlaps with its neighbours: a quarter of `max_chars` is shared, so an entity of up to an eighth
+    of it is whole in the stretch that keeps it, read with as much context on each side."""
+    overlap = max_chars // 4
+    cuts, s = [], start
+    while end - s > max_chars:
+        e = _word_start(text, s + max_chars, s + max_chars - overlap // 2)
+        following = _word_start(text, e - overlap, e - overlap - overlap // 2)
+        cuts.append((s, e, following))
+        s = following
+    cuts.append((s, end, end))
+    out, keep_from = [], start
+    for s, e, following in cuts:
+        keep_to = (following + e) // 2 if following < end else end
+        out.append((s, e, keep_from, keep_to))
+        keep_from = keep_to
+    return out
+
+
 def pieces(text, max_chars):
-    """`(offset, piece)` of `text` cut at paragraph boundaries into pieces of at most `max_chars` characters where
-    its paragraphs allow (a longer paragraph is one piece); the whitespace between paragraphs goes with the piece
-    before it, so the pieces join back into the text."""
+    """`(offset, piece, keep_from, keep_to)` of `text`: pieces of at most `max_chars` characters, cut at paragraph
+    boundaries where its paragraphs allow (the whitespace between paragraphs goes with the piece before it), and a
+    longer paragraph cut into overlapping stretches (`_stretches`). A piece's entities count where they start in
+    `[keep_from, keep_to)` (offsets into `text`); the kept ranges tile the text."""
     out, start, end = [], 0, 0
+
+    def close(upto):
+        if upto - start <= max_chars:
+            out.append((start, text[start:upto], start, upto))
+            return
+        out.extend((s, text[s:e], lo, hi) for s, e, lo, hi in _stretches(text, start, upto, max_chars))
+
     for _, paragraph_end in paragraphs(text):
         if paragraph_end - start > max_chars and end > start:
-            out.append((start, text[start:end]))
+            close(end)
             start = end
         end = paragraph_end
-    out.append((start, text[start:]))
+    close(len(text))
     return out
+
+
+def joined(cut, found):
+    """The entities of a text from those of its `pieces` (`found`, one list per piece, offsets into the piece): each
+    piece's entities that start in its kept range, shifted back; one that overlaps an entity kept before it (a
+    neighbouring stretch read the same words another way) is left out."""
+    entities = []
+    for (offset, _, keep_from, keep_to), piece_entities in zip(cut, found):
+        for entity in piece_entities:
+            entity = {**entity, "start": entity["start"] + offset, "end": entity["end"] + offset} if offset else entity
+            if keep_from <= entity["start"] < keep_to and not (entities and entity["start"] < entities[-1]["end"]):
+                entities.append(entity)
+    return entities
 
 
 class MicroBatcher:
@@ -39,7 +91,7 @@ class MicroBatcher:
         max_texts (`int`): pieces per detector call at most.
         max_wait_ms (`float`): how long the first piece of a batch waits for others.
         max_chars (`int`): characters per detector call at most (a batch always takes at least one piece), and the
-            size texts are cut to at paragraph boundaries: the longest a small request waits behind a large one.
+            size texts are cut to (`pieces`): the longest a small request waits behind a large one.
     """
 
     def __init__(self, detect, max_texts=32, max_wait_ms=10.0, max_chars=4000):
@@ -73,21 +125,13 @@ class MicroBatcher:
     async def submit(self, texts):
         loop = asyncio.get_running_loop()
         cut = [pieces(text, self.max_chars) for text in texts]
-        work = collections.deque((piece, loop.create_future()) for parts in cut for _, piece in parts)
+        work = collections.deque((piece, loop.create_future()) for parts in cut for _, piece, _, _ in parts)
         futures = [future for _, future in work]
         if work:
             self.requests.append(work)
             self.arrived.set()
         found = iter(await asyncio.gather(*futures))
-        results = []
-        for parts in cut:
-            entities = []
-            for offset, _ in parts:
-                for entity in next(found):
-                    entities.append({**entity, "start": entity["start"] + offset, "end": entity["end"] + offset}
-                                    if offset else entity)
-            results.append(entities)
-        return results
+        return [joined(parts, [next(found) for _ in parts]) for parts in cut]
 
     def _take(self):
         """One piece from each waiting request in turn, within the batch's limits."""
