@@ -10,8 +10,8 @@ gives requests/s, p50 and p95 latency per setting. The service runs in this proc
 
     python benchmarks/bench_serve.py --model runs/quickstart --clients 5 --beside 100000
 
-`--beside CHARS` also times the small requests while one request of CHARS characters (paragraphs apart) is served:
-a fair service keeps their p95 near what it is alone.
+`--beside CHARS` also times the small requests while one request of CHARS characters (paragraphs apart; with
+`--one-paragraph`, one paragraph) is served: a fair service keeps their p95 near what it is alone.
 """
 
 import argparse
@@ -103,6 +103,7 @@ def main(argv=None):
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--beside", type=int, metavar="CHARS",
                    help="also time the small requests beside one request of CHARS characters")
+    p.add_argument("--one-paragraph", action="store_true", help="the --beside request is one paragraph")
     args = p.parse_args(argv)
 
     import torch
@@ -147,7 +148,7 @@ def beside(args, detector, bodies):
     """The small requests alone, then beside one big request, on one service; prints a table."""
     from piiner.serve.app import Settings, create_app
 
-    big = {"text": "\n\n".join(texts(max(1, args.beside // 1000), 1000, seed=1))}
+    big = {"text": (" " if args.one_paragraph else "\n\n").join(texts(max(1, args.beside // 1000), 1000, seed=1))}
     app = create_app(detector, args.model or "regex", Settings(max_batch_texts=args.max_batch_texts,
                                                                max_wait_ms=args.max_wait_ms,
                                                                max_body_bytes=4 * args.beside + 1_000_000))
@@ -162,7 +163,7 @@ def beside(args, detector, bodies):
                          1000 * latencies[int(0.95 * (len(latencies) - 1))], big_seconds))
     server.should_exit = True
     print(f"\n{args.requests} requests of ~{args.chars} characters per setting, beside one of {len(big['text']):,} "
-          f"characters in {len(big['text']) // 1000} paragraphs; model: {args.model or 'regex'}, torch threads "
+          f"characters in {1 if args.one_paragraph else len(big['text']) // 1000} paragraphs; model: {args.model or 'regex'}, torch threads "
           f"{args.threads}\n")
     print("| small-request clients | big request beside them | small requests | small p50 ms | small p95 ms | "
           "big request s |")
