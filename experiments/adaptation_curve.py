@@ -73,11 +73,14 @@ def plot(rows, path):
     import matplotlib.pyplot as plt
 
     sizes = [0 if size.startswith("0") else int(size) for size, *_ in rows]
+    xs = sorted(set(sizes))
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(sizes, [r[4] for r in rows], "o-", label="strict F1")
-    ax.plot(sizes, [r[3] for r in rows], "s--", label="recall")
+    for column, style, name in ((4, "o-", "strict F1"), (3, "s--", "recall")):  # the mean line, each seed a dot
+        means = [sum(r[column] for x, r in zip(sizes, rows) if x == size) / sizes.count(size) for size in xs]
+        line, = ax.plot(xs, means, style, label=f"{name} (mean of seeds)")
+        ax.plot(sizes, [r[column] for r in rows], style[0], color=line.get_color(), alpha=0.35, linestyle="none")
     ax.set_xscale("symlog", linthresh=25)
-    ax.set_xticks(sorted(set(sizes)), [str(s) for s in sorted(set(sizes))])
+    ax.set_xticks(xs, [str(s) for s in xs])
     ax.minorticks_off()
     ax.set_xlabel("labelled documents adapted on")
     ax.set_ylim(0, 1)
