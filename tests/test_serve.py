@@ -267,47 +267,14 @@ def test_a_long_paragraph_is_cut_into_overlapping_pieces_that_lose_and_double_no
                                                                         for e in want], (position, max_chars)
 
 
-def test_a_small_request_is_not_stalled_by_one_long_paragraph():
+def small_beside_large(large):
+    """A request of `large` sent first to a service whose detector takes time in proportion to the characters it
+    reads (2 MB/s), then a short one: `(large's response, short's response, /health's waiting count in between,
+    whether the short one was answered first)`."""
     def timed(texts):
         time.sleep(sum(map(len, texts)) / 2_000_000)
         return RegexDetector()(texts)
 
-    large = " ".join(f"row {i} mail u{i}@x.org today" + " filler" * 60 for i in range(1000))  # one paragraph
-    app = create_app(timed, "timed", Settings(max_batch_chars=2000, max_wait_ms=0, max_body_bytes=4_000_000))
-    done = {}
-
-    async def scenario():
-        await app.state.batcher.start()
-        try:
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-                async def send(name, text):
-                    response = await client.post("/v1/detect", json={"text": text})
-                    done[name] = time.monotonic()
-                    return response
-
-                big = asyncio.create_task(send("large", large))
-                await asyncio.sleep(0.02)
-                small = await send("small", "call 555-201-3344")
-                return (await big).json(), small.json()
-        finally:
-            await app.state.batcher.stop()
-
-    big, small = asyncio.run(scenario())
-    assert done["small"] < done["large"]
-    assert [e["word"] for e in big["entities"]] == [f"u{i}@x.org" for i in range(1000)]
-    assert small["entities"][0]["type"] == "PHONE"
-
-
-def test_a_large_request_does_not_stall_a_small_one_sent_after_it():
-    """The detector takes time in proportion to the characters it reads; a 400 kB request of paragraphs is sent
-    first, then a short one: the short one is answered after at most a batch or two of the large one, not after all
-    of it, and /health counts the waiting requests."""
-    def timed(texts):
-        time.sleep(sum(map(len, texts)) / 2_000_000)  # 2 MB/s: the large request takes about 0.2 s
-        return RegexDetector()(texts)
-
-    large = "\n\n".join(f"Paragraph {i} of the export: mail u{i}@x.org today. " + "filler " * 60 for i in range(1000))
     app = create_app(timed, "timed", Settings(max_batch_chars=2000, max_wait_ms=0, max_body_bytes=4_000_000))
     done = {}
 
@@ -330,9 +297,24 @@ def test_a_large_request_does_not_stall_a_small_one_sent_after_it():
             await app.state.batcher.stop()
 
     big, small, waiting = asyncio.run(scenario())
-    assert waiting == 1
-    assert done["small"] < done["large"]
+    return big, small, waiting, done["small"] < done["large"]
+
+
+def test_a_large_request_does_not_stall_a_small_one_sent_after_it():
+    """A 400 kB request of paragraphs, then a short one: the short one is answered after at most a batch or two of
+    the large one, not after all of it, and /health counts the waiting requests."""
+    large = "\n\n".join(f"Paragraph {i} of the export: mail u{i}@x.org today. " + "filler " * 60 for i in range(1000))
+    big, small, waiting, small_first = small_beside_large(large)
+    assert waiting == 1 and small_first
     assert len(big["entities"]) == 1000 and small["entities"][0]["type"] == "PHONE"
+
+
+def test_a_small_request_is_not_stalled_by_one_long_paragraph():
+    large = " ".join(f"row {i} mail u{i}@x.org today" + " filler" * 60 for i in range(1000))  # one paragraph
+    big, small, _, small_first = small_beside_large(large)
+    assert small_first
+    assert [e["word"] for e in big["entities"]] == [f"u{i}@x.org" for i in range(1000)]
+    assert small["entities"][0]["type"] == "PHONE"
 
 
 def test_a_table_upload_comes_back_redacted_column_by_column_with_its_report(client):
