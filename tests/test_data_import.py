@@ -125,3 +125,17 @@ def test_groups_never_straddle_splits_and_piiner_train_reads_the_folder(tmp_path
     assert loaded["train"].num_rows == report["records"]["train"]
     with pytest.raises(SystemExit):
         data_main(["import", str(path), "--format", "excel", "--label-map", write_map(tmp_path), "--out", str(out)])
+
+
+@pytest.mark.parametrize("fmt", ["doccano", "jsonl"])
+def test_a_row_without_an_id_is_named_after_its_line_in_the_file(tmp_path, fmt):
+    # A record is found again in its file by its id: blank and bad lines before it do not shift the number.
+    row = {"text": NOTE, **({"label": [[15, 20, "Name"]]} if fmt == "doccano"
+                            else {"spans": [{"start": 15, "end": 20, "label": "Name"}]})}
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n{oops\n" + json.dumps(row) + "\n")
+    out = tmp_path / "out"
+    assert data_main(["import", str(path), "--format", fmt, "--label-map", write_map(tmp_path), "--out", str(out),
+                      "--name", "notes"]) == 0
+    rows, _ = read_out(out)
+    assert [r["id"] for split in rows.values() for r in split] == ["notes-3"]

@@ -68,7 +68,8 @@ def load_label_map(path):
 # -- readers ------------------------------------------------------------------------------------------------------
 
 def _text_rows(path):
-    """`(where, row)` for each JSON object with a text field of a JSONL file, or a `Bad` for a line that is not."""
+    """`(line number, where, row)` for each JSON object with a text field of a JSONL file, or a `Bad` for a line that
+    is not."""
     with open(path, encoding="utf-8-sig") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
@@ -82,7 +83,7 @@ def _text_rows(path):
             if not isinstance(row, dict) or not isinstance(row.get("text"), str):
                 yield Bad(where, "no text field")
                 continue
-            yield where, row
+            yield number, where, row
 
 
 def read_label_studio(path):
@@ -112,11 +113,11 @@ def read_label_studio(path):
 
 
 def read_doccano(path):
-    for number, item in enumerate(_text_rows(path), 1):
+    for item in _text_rows(path):
         if isinstance(item, Bad):
             yield item
             continue
-        where, row = item
+        number, where, row = item
         if "entities" in row:
             raw = [(e.get("start_offset"), e.get("end_offset"), e.get("label")) for e in row["entities"]]
         else:
@@ -192,11 +193,11 @@ def read_conll(path):
 
 
 def read_jsonl(path):
-    for number, item in enumerate(_text_rows(path), 1):
+    for item in _text_rows(path):
         if isinstance(item, Bad):
             yield item
             continue
-        where, row = item
+        number, where, row = item
         spans = row.get("spans")
         if not isinstance(spans, list) or not all(isinstance(s, dict) for s in spans):
             yield Bad(where, "spans must be a list of {start, end, label}")
