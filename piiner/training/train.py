@@ -293,8 +293,9 @@ def main(argv=None, extra_callbacks=()):
         trainer.save_metrics("test", metrics)
         reports["test"] = {**trainer.compute_metrics.last_report, "n_texts": len(test_records)}
 
+    # Every process predicts (a distributed predict gathers from all of them); the first one reports.
+    after = [score_on(trainer, *c[1:]) for c in comparisons]
     if comparisons and trainer.is_world_process_zero():
-        after = [score_on(trainer, *c[1:]) for c in comparisons]
         report_adaptation(training_args.output_dir, [c[0] for c in comparisons], before, after)
     if trainer.is_world_process_zero():
         finish_output_folder(trainer, model_args, data_args, reports, train_records, n_oversampled)
