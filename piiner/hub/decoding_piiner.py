@@ -310,7 +310,7 @@ def _label_ids(label2id, types):
     return sorted(i for t in set(types) for i in by_type.get(t, ()))
 
 
-def _forbidden(text, pairs, entity, label2id, capitalised_types, spans=None):
+def _forbidden(text, pairs, spans, entity, label2id, capitalised_types):
     """`(tokens, label ids)` the window's next decode must not give, for an entity that cannot stand as it is; None
     for one that can. An entity of `UNBROKEN_TYPES` over whitespace: its I- label on the tokens after a space. One
     that holds a letter in a type of `DIGIT_TYPES`: every label of its type on the tokens holding one and on the
@@ -318,7 +318,6 @@ def _forbidden(text, pairs, entity, label2id, capitalised_types, spans=None):
     that fails its check (`fails_check`): every label of its type on all its tokens, or on those around a part
     that passes (`TYPE_PARTS`: the port of "10.0.0.5:443"). A name ending in lower-case
     words (`lower_case_ends`): every label of its type on those words' tokens. `spans`: `pairs` as an array."""
-    spans = np.asarray(pairs, dtype=np.int64).reshape(-1, 2) if spans is None else spans
     kind = entity["type"]
     if kind in UNBROKEN_TYPES and any(c.isspace() for c in entity["word"]):
         inside = _tokens_over(spans, [(entity["start"], entity["end"])])
@@ -457,7 +456,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
         entities = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
                                                multiline_types)
                     if not any(e["start"] < end and e["end"] > start for start, end in evidence)]
-        verdicts = [(e, _forbidden(text, pairs, e, label2id, capitalised_types, spans)) for e in entities]
+        verdicts = [(e, _forbidden(text, pairs, spans, e, label2id, capitalised_types)) for e in entities]
         forbidden = [f for _, f in verdicts if f and f[0]]
         if not forbidden:
             break

@@ -50,7 +50,6 @@ class SpanEvaluator:
         self.labelled = records["labelled_types"] if "labelled_types" in records.column_names else None
         self.offsets = features["offset_mapping"]
         self.example_index = features["example_index"]
-        self.outside_id = {v: int(k) for k, v in config.id2label.items()}["O"]
         self.evidence = config_evidence(config)
         self.last_report = None
         self.last_predictions = None
