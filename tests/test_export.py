@@ -9,7 +9,7 @@ import torch
 from conftest import OverflowStopsEarly, build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
 from transformers import pipeline
 
-from piiner.export.onnx_export import PiiNerExportWrapper, dense_char_features, export_onnx, graph_inputs
+from piiner.export.onnx_export import PiiNerExportWrapper, export_onnx, graph_inputs
 from piiner.export.onnx_runtime import OnnxPiiNer
 from piiner.export.quantize import quantize_int8
 from piiner.hub.configuration_piiner import PiiNerConfig
@@ -68,14 +68,20 @@ def test_graph_inputs_list_each_distinct_word_once():
     assert words.shape == (1, 3) and (index == -1).all()
 
 
-def test_dense_char_features_match_char_cnn():
+@pytest.mark.parametrize("width", [1, 2, 12])
+def test_the_traced_char_encoding_matches_the_char_cnn_at_any_padded_width(width):
+    """The export traces `encode` on the words as `graph_inputs` gives them (distinct, untrimmed, as narrow as one
+    character): the features are the model's."""
     model = tiny_tagger(tiny_bert_config())
+    cnn = model.piiner.char_cnn.eval()
     # Words shorter than the widest kernel, exactly as wide, and longer; padded wider than any of them.
-    words = torch.zeros(4, 12, dtype=torch.long)
+    words = torch.zeros(4, width, dtype=torch.long)
     for row, length in enumerate([1, 5, 9, 3]):
+        length = min(length, width)
         words[row, :length] = torch.arange(length) + 40 + row
+    padded = torch.nn.functional.pad(words, (0, max(cnn.kernel_sizes)))  # as the export wrapper pads them
     with torch.no_grad():
-        torch.testing.assert_close(dense_char_features(model.piiner.char_cnn, words), model.piiner.char_cnn(words))
+        torch.testing.assert_close(cnn.encode(padded), cnn(words))
 
 
 def test_wrapper_equals_model(exported):
@@ -330,3 +336,13 @@ def test_export_into_a_folder_of_other_files_is_refused_and_leaves_them_as_they_
     assert "no ONNX export wrote" in capsys.readouterr().err
     assert sorted((p.name, p.stat().st_mtime_ns) for p in model_dir.iterdir()) == before
     export_onnx(model, onnx_dir, tokenizer=tokenizer)  # an earlier export's folder is written again
+
+
+def test_a_model_saved_with_code_older_than_the_exporter_is_refused_with_the_fix(tmp_path, monkeypatch):
+    from piiner.hub.modeling_piiner import PiiNerCharCNN
+
+    model = tiny_tagger(tiny_bert_config())
+    monkeypatch.delattr(PiiNerCharCNN, "encode")  # as the class of a snapshot saved before it existed
+    with pytest.raises(ValueError, match=r"older than the exporter.*save_pretrained"):
+        export_onnx(model, tmp_path / "onnx")
+    assert not (tmp_path / "onnx").exists()

@@ -9,11 +9,11 @@ inference on the CPU (a decode inside the graph as `Scan` loops cost more than t
 `Scan` body node by node).
 
 `PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
-characters (boolean indexing, a data-dependent shape), trims the char axis to `int(lengths.max())` and the CRF loops
-in Python over the sequence. `PiiNerExportWrapper` computes the same function with the same weights in a static
-shape: the char CNN over every distinct word at the padded width (tokens without characters are discarded by a
-`where`). Everything the export needs
-from the model is read from its modules, so a retrained or resized model exports without change here.
+characters (boolean indexing, a data-dependent shape), groups and trims the words, and the CRF loops in Python over
+the sequence. `PiiNerExportWrapper` computes the same function with the same weights in a static shape: the char
+CNN's own `encode` over every distinct word at the padded width (the words are grouped outside the graph, by
+`graph_inputs`; tokens without characters are discarded by a `where`). Everything the export needs from the model is
+read from its modules, so a retrained or resized model exports without change here.
 """
 
 import json
@@ -38,33 +38,6 @@ ACTIVATION_QUANTIZATION_KEY = "piiner.activation_quantization"
 DEFAULT_OPSET = 20
 
 
-def dense_char_features(char_cnn: nn.Module, char_ids: torch.LongTensor) -> torch.Tensor:
-    """
-    `PiiNerCharCNN.forward` on every row of `char_ids` (words, num_chars) without trimming the char axis to the
-    longest word: the trim is a data-dependent shape. Padding the char axis changes nothing, because the max-pool
-    only reads windows that start inside the word; it is padded by the widest kernel so any width is convolvable.
-
-    The words are convolved end to end as one row, not as a batch of rows: onnxruntime's Conv runs a batch as one
-    small matrix product per row, which threads make slower rather than faster (`benchmarks/bench_onnx_session.py
-    --profile` shows the Conv nodes). A window read by the max-pool starts at least `kernel - 1` characters before
-    the end of its word's padded row, so it never reaches the next word.
-    """
-    widest = max(char_cnn.kernel_sizes)
-    char_ids = nn.functional.pad(char_ids, (0, widest))
-    num_words, width = char_ids.shape
-    lengths = (char_ids != 0).sum(-1)
-    embedded = char_cnn.embedding(char_ids) * (char_ids != 0).unsqueeze(-1)  # (words, width, dim)
-    row = embedded.reshape(1, num_words * width, -1).transpose(1, 2)  # (1, dim, words * width)
-    starts = torch.arange(width, device=char_ids.device)
-    pooled = []
-    for kernel_size, conv in zip(char_cnn.kernel_sizes, char_cnn.convs):
-        features = nn.functional.pad(torch.relu(conv(row)), (0, kernel_size - 1))  # window starts, as in `row`
-        features = features.reshape(-1, num_words, width)  # (channels, words, width)
-        readable = starts.unsqueeze(0) < (lengths - kernel_size + 1).clamp(min=1).unsqueeze(1)
-        pooled.append((features * readable).amax(dim=-1).transpose(0, 1))
-    return torch.cat(pooled, dim=-1)
-
-
 class PiiNerExportWrapper(nn.Module):
     """
     An export-friendly forward of a [`PiiNerForTokenClassification`] in eval mode (dropout off), sharing its
@@ -83,7 +56,9 @@ class PiiNerExportWrapper(nn.Module):
         piiner = self.model.piiner
         hidden = piiner.encoder(input_ids=input_ids, attention_mask=attention_mask, return_dict=True).last_hidden_state
         batch, seq_len = word_index.shape
-        word_features = dense_char_features(piiner.char_cnn, word_chars).to(hidden.dtype)
+        # Padded by the widest kernel: `encode` takes rows at least as wide as a kernel, and padding changes nothing.
+        word_chars = nn.functional.pad(word_chars, (0, max(piiner.char_cnn.kernel_sizes)))
+        word_features = piiner.char_cnn.encode(word_chars).to(hidden.dtype)
         fused = piiner.fusion(
             word_features[word_index.clamp(min=0).reshape(-1)], hidden.reshape(batch * seq_len, -1)
         ).reshape(hidden.shape)
@@ -93,6 +68,23 @@ class PiiNerExportWrapper(nn.Module):
         emissions = torch.log_softmax(self.model.classifier(hidden).float(), dim=-1)
         start, transitions, end = self.model.crf.constrained_transitions()
         return emissions, mask, start, transitions, end
+
+
+def _bags_of_one_size(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                      per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    """The ONNX of `embedding_bag(rows, table, mode="sum")` on a 2-D `rows`, whose bags are its rows, all of one size:
+    a Gather and a sum over each row. The char CNN's lookup is the graph's only embedding_bag; the exporter's own
+    translation handles bags of any sizes with a Loop that onnxruntime runs bag by bag (three times the time of
+    the whole graph at batch 1). The other three outputs are unused placeholders."""
+    from onnxscript import opset20 as op
+
+    rows = op.Gather(weight, indices)
+    shape = op.Concat(op.Shape(offsets), op.Constant(value_ints=[-1]), op.Shape(weight, start=1, end=2), axis=0)
+    return op.ReduceSum(op.Reshape(rows, shape), op.Constant(value_ints=[1]), keepdims=0), offsets, offsets, offsets
+
+
+# The lookup's embedding_bag as it reaches the exporter, before and after torch's decompositions.
+EMBEDDING_BAG_OPS = (torch.ops.aten.embedding_bag.padding_idx, torch.ops.aten._embedding_bag_forward_only.default)
 
 
 def graph_inputs(input_ids, attention_mask, char_ids) -> tuple:
@@ -171,6 +163,13 @@ def export_onnx(
     if model.config.fusion != "gate" or not model.config.use_crf:
         raise ValueError(f"export_onnx exports the gated char CNN with its CRF; this model is an ablation variant "
                          f"(fusion={model.config.fusion!r}, use_crf={model.config.use_crf})")
+    if not hasattr(model.piiner.char_cnn, "encode"):
+        # The graph traces the model's own char CNN, so the model's code must have the traceable part.
+        raise ValueError(
+            "this model was saved with code older than the exporter (its PiiNerCharCNN has no `encode`, which the "
+            "export traces); save it again with this version of piiner, weights unchanged: python -c \"from "
+            "piiner.hub.modeling_piiner import PiiNerForTokenClassification as M; "
+            "M.from_pretrained('MODEL').save_pretrained('MODEL')\"")
     output_dir = check_export_folder(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     # Eager attention: the SDPA path exports as softmax followed by an IsNaN/Where pass over every (heads, seq,
@@ -214,6 +213,7 @@ def _export(model, output_dir, tokenizer, opset_version, verify) -> Path:
             input_names=list(INPUT_NAMES),
             output_names=list(wrapper.output_names),
             opset_version=opset_version,
+            custom_translation_table={target: _bags_of_one_size for target in EMBEDDING_BAG_OPS},
             verbose=False,
         )
     # One file: the models this repo exports are far below protobuf's 2 GB limit, and one file is what

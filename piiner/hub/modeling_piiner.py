@@ -79,10 +79,11 @@ class PiiNerCharCNN(nn.Module):
     the word's own windows, concatenation, dropout.
 
     Padding never changes a result: pad characters are zeroed, and the max-pool only reads windows that start
-    inside the word (a word shorter than a kernel is read through its first window). That is what lets the work
-    be cut without changing any output: each distinct word of the batch (the sub-tokens of one word, and every
-    repeat of "the" or a name) is encoded once, and short words are convolved at their own width rather than at
-    the width of the batch's longest word (one URL would otherwise widen every row).
+    inside the word (a word shorter than a kernel is read through its first window). That is what lets `forward`
+    cut the work without changing any output: each distinct word of the batch (the sub-tokens of one word, and
+    every repeat of "the" or a name) is encoded once, and short words are convolved at their own width rather than
+    at the width of the batch's longest word (one URL would otherwise widen every row). `encode` is the
+    computation itself, static in shape, which is what the ONNX export traces.
 
     The convolutions run as a lookup. A window's pre-activation is the bias plus, for each offset j in the window,
     the offset-j weights applied to that character's embedding; every kernel reads a window of the widest kernel's
@@ -120,50 +121,59 @@ class PiiNerCharCNN(nn.Module):
         lengths = (words != 0).sum(-1)
         # The batch's characters renumbered 0.. in sorted order, the table as small as the batch's alphabet; a
         # column of padding makes sure 0 is among them, so padding stays 0.
-        chars, renumbered = torch.unique(nn.functional.pad(words, (0, 1)), return_inverse=True)
+        alphabet, renumbered = torch.unique(nn.functional.pad(words, (0, 1)), return_inverse=True)
         words = renumbered[:, :-1]
-        table, bias = self._window_table(chars)
         short = lengths <= self.short_word_chars
         if bool(short.all()) or not bool(short.any()):
-            features = self._encode(words, lengths, table, bias)
+            features = self.encode(self._trimmed(words, lengths), alphabet)
         else:
-            short_features = self._encode(words[short], lengths[short], table, bias)
-            long_features = self._encode(words[~short], lengths[~short], table, bias)
+            short_features = self.encode(self._trimmed(words[short], lengths[short]), alphabet)
+            long_features = self.encode(self._trimmed(words[~short], lengths[~short]), alphabet)
             # The dtype the lookup gave (bf16 under autocast), not the parameters' own.
             features = short_features.new_empty(words.shape[0], self.output_dim)
             features[short], features[~short] = short_features, long_features
         return self.dropout(features[inverse])
 
-    def _window_table(self, chars: torch.LongTensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """`(table, bias)`: row `j * len(chars) + c` of the table is what character `chars[c]` at offset j of a window
-        adds to every output channel (0 for padding); bias is every channel's bias."""
-        widest = max(self.kernel_sizes)
-        # (channels, embedding_dim, widest): each kernel's weights, zero after its own width.
-        weight = torch.cat([nn.functional.pad(conv.weight, (0, widest - conv.kernel_size[0])) for conv in self.convs])
-        embedded = self.embedding(chars) * (chars != 0).unsqueeze(-1)  # (chars, embedding_dim)
-        products = embedded @ weight.permute(1, 2, 0).reshape(weight.shape[1], -1)  # (chars, widest * channels)
-        table = products.view(len(chars), widest, -1).transpose(0, 1).reshape(widest * len(chars), -1)
-        return table, torch.cat([conv.bias for conv in self.convs])
+    def encode(self, words: torch.LongTensor, alphabet: torch.LongTensor | None = None) -> torch.Tensor:
+        """
+        The features of each row of `words`, without dropout: the computation itself, static in shape (what the
+        ONNX export traces).
 
-    def _encode(self, words: torch.LongTensor, lengths: torch.LongTensor, table: torch.Tensor,
-                bias: torch.Tensor) -> torch.Tensor:
+        Args:
+            words (`torch.LongTensor` of shape `(num_words, num_chars)`): 0-padded rows at least as wide as the
+                narrowest kernel; char ids, or with `alphabet` positions in it.
+            alphabet (`torch.LongTensor`, *optional*): the char ids the rows use, sorted, 0 first; the whole
+                vocabulary when not given.
+        """
         widest, narrowest = max(self.kernel_sizes), min(self.kernel_sizes)
-        # Trim to the longest word here, but never below the widest kernel; then zeros on the right for the last
-        # windows of the narrower kernels inside the widest kernel's window.
-        width = max(int(lengths.max()) if lengths.numel() else 0, widest)
-        words = words[:, :width]
-        words = nn.functional.pad(words, (0, width - words.shape[1] + widest - narrowest))
-        windows = words.unfold(1, widest, 1)  # (words, window starts, widest): each window's characters
+        if alphabet is None:
+            alphabet = torch.arange(self.embedding.num_embeddings, device=words.device)
+        # (widest * len(alphabet), channels): row `j * len(alphabet) + c` is what character `alphabet[c]` at offset j
+        # of a window adds to every channel (0 for padding).
+        weight = torch.cat([nn.functional.pad(conv.weight, (0, widest - conv.kernel_size[0])) for conv in self.convs])
+        embedded = self.embedding(alphabet) * (alphabet != 0).unsqueeze(-1)  # (len(alphabet), embedding_dim)
+        products = embedded @ weight.permute(1, 2, 0).reshape(weight.shape[1], -1)  # (len(alphabet), widest * channels)
+        table = products.view(len(alphabet), widest, -1).transpose(0, 1).reshape(widest * len(alphabet), -1)
+        bias = torch.cat([conv.bias for conv in self.convs])
+        lengths = (words != 0).sum(-1)
+        # Zeros on the right for the last windows of the narrower kernels inside the widest kernel's window.
+        windows = nn.functional.pad(words, (0, widest - narrowest)).unfold(1, widest, 1)  # (words, starts, widest)
         count, starts = windows.shape[:2]
-        rows = windows + torch.arange(widest, device=words.device) * (table.shape[0] // widest)
+        rows = windows + torch.arange(widest, device=words.device) * len(alphabet)
         summed = nn.functional.embedding_bag(rows.reshape(count * starts, widest), table, mode="sum")
         features = torch.relu(summed + bias.to(summed.dtype)).view(count, starts, -1)  # (words, starts, channels)
         # A window is read when it starts inside the word (a word shorter than a kernel: its first window only).
-        kernel = torch.tensor(self._channel_kernels, device=lengths.device)
+        kernel = torch.tensor(self._channel_kernels, device=words.device)
         last_start = (lengths.unsqueeze(1) - kernel + 1).clamp(min=1)  # (words, channels): windows before this
         readable = torch.arange(starts, device=words.device).view(1, -1, 1) < last_start.unsqueeze(1)
         # Features are >= 0 after ReLU, so zeroing the unreadable windows leaves the max of the readable ones.
         return (features * readable).amax(dim=1)
+
+    def _trimmed(self, words: torch.LongTensor, lengths: torch.LongTensor) -> torch.LongTensor:
+        """The rows cut to their longest word, but never below the widest kernel: the columns after are padding."""
+        widest = max(self.kernel_sizes)
+        width = max(int(lengths.max()) if lengths.numel() else 0, widest)
+        return nn.functional.pad(words[:, :width], (0, width - words[:, :width].shape[1]))
 
 
 def distinct_rows(rows: torch.LongTensor) -> tuple[torch.LongTensor, torch.LongTensor]:
