@@ -1,6 +1,7 @@
-"""The CRF decode at inference on the CPU (Viterbi tags + marginals): the torch loop (`crf_piiner`, what training and
-GPUs use) against the compiled loops the model runs on the CPU (`crf_numba`), on a saved model's real emissions for
-~1,200-character documents, at batch 1 and 32. Prints a table.
+"""The CRF decode at inference (Viterbi tags + marginals): the compiled loops the model runs (`crf_numba`) against the
+same computation as a loop of torch ops (written here: the Viterbi recursion, and the marginals from the forward and
+backward passes training uses), on a saved model's real emissions for ~1,200-character documents, at batch 1 and
+32. Prints a table: what keeps numba a dependency of the files that ship with the weights.
 
     .venv/bin/python benchmarks/bench_crf_decode.py --model runs/quickstart --threads 1
 """
@@ -15,7 +16,7 @@ import torch
 from bench_inference import _load_tokenizer, make_documents, set_threads  # noqa: E402
 
 from piiner.hub.crf_numba import crf_decode_cpu  # noqa: E402
-from piiner.hub.crf_piiner import crf_marginals, viterbi_decode  # noqa: E402
+from piiner.hub.crf_piiner import crf_backward, crf_log_partition  # noqa: E402
 from piiner.hub.modeling_piiner import PiiNerForTokenClassification, crf_positions  # noqa: E402
 from piiner.hub.encoding_piiner import encode_texts  # noqa: E402
 
@@ -29,9 +30,26 @@ def decode_inputs(model, tokenizer, batch, doc_chars):
     return (emissions, crf_positions(mask, chars), *model.crf.constrained_transitions())
 
 
-def torch_decode(*inputs):
+def torch_decode(emissions, mask, start, transitions, end):
+    """Viterbi and marginals as torch ops, one step per position, vectorised over the batch and the labels."""
     with torch.inference_mode():
-        return viterbi_decode(*inputs), crf_marginals(*inputs)
+        batch, seq_len, _ = emissions.shape
+        score, started, pointers = emissions.new_zeros(batch, emissions.shape[-1]), mask[:, 0] & False, []
+        for t in range(seq_len):
+            best, pointer = (score.unsqueeze(1) + transitions.unsqueeze(0)).max(dim=-1)  # (batch, to)
+            new = torch.where(started.unsqueeze(-1), best, start.unsqueeze(0)) + emissions[:, t]
+            pointers.append(torch.where((mask[:, t] & started).unsqueeze(-1), pointer, -1))
+            score = torch.where(mask[:, t].unsqueeze(-1), new, score)
+            started = started | mask[:, t]
+        current = (score + end).argmax(dim=-1)
+        tags = []
+        for t in reversed(range(seq_len)):
+            tags.append(current)
+            back = pointers[t].gather(1, current.unsqueeze(1)).squeeze(1)
+            current = torch.where(back >= 0, back, current)
+        log_z, alphas = crf_log_partition(emissions, mask, start, transitions, end)
+        betas = crf_backward(emissions, mask, transitions, end)
+        return torch.stack(tags[::-1], dim=1), (alphas + betas - log_z[:, None, None]).exp()
 
 
 def main(argv=None):

@@ -1,17 +1,15 @@
-"""CRF inference on the CPU: Viterbi tags and marginals as loops compiled by numba.
+"""CRF inference: Viterbi tags and marginals as loops compiled by numba, the model's only decode.
 
-At inference the CRF is a recursion over positions of tiny (83-label) steps. As torch ops (`crf_piiner`'s
-`viterbi_decode` and `crf_marginals`, which training, gradients and GPUs use) each step pays a fixed per-op cost, and
-at batch 1 that loop costs more than the encoder; compiled, a row decodes in about a millisecond
-(benchmarks/bench_crf_decode.py times both). The model runs these on the CPU when nothing needs gradients, and the
-ONNX runtime path runs them on the graph's emissions.
+At inference the CRF is a recursion over positions of tiny (83-label) steps. As torch ops each step pays a fixed
+per-op cost, and at batch 1 that loop costs more than the encoder; compiled, a row decodes in about a millisecond
+(benchmarks/bench_crf_decode.py times both). The model runs these on the CPU wherever its emissions are (a GPU's are
+copied over), and the ONNX runtime path runs them on the graph's emissions. Training's losses stay in `crf_piiner`.
 
-Same rules as the torch versions: masked positions are skipped and the chain joins the real positions around them;
-Viterbi runs a float32 max-plus pass (ties go to the lower label) that reads only the allowed predecessors of an
-"I-X" label and, for the other labels, only the labels within the transition spread of the step's best (exact);
-the marginals run a float64 forward-backward in probability space, scaled at every real position, and a batch
-whose steps underflow (emission gaps of hundreds of nats, which no trained model's softmax gives) is handed to the
-torch `crf_marginals`, which works in log space.
+Masked positions are skipped and the chain joins the real positions around them. Viterbi runs a float32 max-plus
+pass (ties go to the lower label) that reads only the allowed predecessors of an "I-X" label and, for the other
+labels, only the labels within the transition spread of the step's best (exact). The marginals run a float64
+forward-backward in probability space, scaled at every real position; a row whose emissions are hundreds of nats
+apart at one position (no trained model's softmax gives that) runs it in log space instead.
 """
 
 import functools
@@ -20,7 +18,7 @@ import numba
 import numpy as np
 import torch
 
-from .crf_piiner import FORBIDDEN_SCORE, _padded_neighbours, crf_marginals
+from .crf_piiner import FORBIDDEN_SCORE, _padded_neighbours
 
 
 # The sums of the forward-backward pass may be reassociated (vectorised): results differ by rounding only. No
@@ -62,13 +60,12 @@ def viterbi_cpu(emissions, mask, start, transitions, end):
 def marginals_cpu(emissions, mask, start, transitions, end):
     """p(y_t = label | x) per real position, (batch, seq_len, num_labels) float64, 0 off the mask."""
     emissions, mask, start, transitions, end = _arrays(emissions, mask, start, transitions, end, np.float64)
-    start_factors, factors, end_factors = _marginal_factors(start.tobytes(), transitions.tobytes(), end.tobytes(),
-                                                            transitions.shape)
+    shape = transitions.shape
+    scaled = _marginal_factors(start.tobytes(), transitions.tobytes(), end.tobytes(), shape)
+    logs = _marginal_tables(start.tobytes(), transitions.tobytes(), end.tobytes(), shape)
     out = np.empty(emissions.shape, dtype=np.float64)
-    if _marginal_rows(emissions, mask, start_factors, factors, end_factors, out):
-        return out
-    emissions, start, transitions, end = (torch.from_numpy(x).float() for x in (emissions, start, transitions, end))
-    return crf_marginals(emissions, torch.from_numpy(mask), start, transitions, end).double().numpy()
+    _marginal_rows(emissions, mask, start, transitions, end, *scaled, *logs, out)
+    return out
 
 
 # What the loops need from the transition scores, built once per set of scores (a model's are the same on every
@@ -92,6 +89,23 @@ def _marginal_factors(start_bytes, transitions_bytes, end_bytes, shape):
     transitions = np.frombuffer(transitions_bytes, dtype=np.float64).reshape(shape)
     factors = np.ascontiguousarray(np.exp(transitions - transitions.max()).T)
     return np.exp(start - start.max()), factors, np.exp(end - end.max())
+
+
+@functools.lru_cache(maxsize=8)
+def _marginal_tables(start_bytes, transitions_bytes, end_bytes, shape):
+    """For the log-space pass: the allowed sources of each label (as for Viterbi), and for the labels every label
+    may precede ("O", "B-X") their transition scores as factors, `factors[to, from] = exp(transitions[to, from] -
+    row_max[to])`, 0 on the other rows. And for choosing the pass: the spread of the finite start, transition and
+    end scores."""
+    transitions = np.frombuffer(transitions_bytes, dtype=np.float64).reshape(shape)
+    sources, counts, _ = _viterbi_tables(transitions.astype(np.float32).tobytes(), shape)
+    dense = counts == shape[1]
+    row_max = np.where(dense, transitions.max(axis=1), 0.0)
+    factors = np.where(dense[:, None], np.exp(transitions - row_max[:, None]), 0.0)
+    scores = np.concatenate([np.frombuffer(start_bytes), transitions.ravel(), np.frombuffer(end_bytes)])
+    allowed = scores[scores > FORBIDDEN_SCORE / 2]
+    spread = float(allowed.max() - allowed.min()) if len(allowed) else 0.0
+    return sources, counts, np.ascontiguousarray(factors), row_max, spread
 
 
 def _arrays(emissions, mask, start, transitions, end, dtype):
@@ -175,64 +189,170 @@ def _viterbi_rows(emissions, mask, start, transitions, end, sources, source_coun
                 arg = backpointers[k, arg]
 
 
+# Emission gaps (nats, at one position) up to which the probability-space pass is exact: its factors are scaled per
+# position, and no label that stays possible falls more than about twice a gap plus the transitions' spread below
+# the best one, far from float64's exp(-708). A trained model's log-softmax gaps are below a hundred.
+SCALED_MAX_NATS = 600.0
+
+
 @_compile
-def _marginal_rows(emissions, mask, start_factors, factors, end_factors, marginals):
-    """`factors[from, to]`; the forward step reads `factors.T` rows, the backward step `factors` rows: both
-    contiguous dot products."""
+def _marginal_rows(emissions, mask, start, transitions, end, start_factors, scaled_factors, end_factors,
+                   sources, counts, factors, row_max, spread, marginals):
+    """Each row by the probability-space pass where its emissions allow it (fast: products, no logarithms), by
+    the log-space pass otherwise (an emission gap of hundreds of nats, or every term of a step underflowing)."""
     batch, seq_len, num_labels = emissions.shape
-    incoming = np.ascontiguousarray(factors.T)
     positions = np.empty(seq_len, np.int64)
-    emitted = np.empty((seq_len, num_labels))
-    alphas = np.empty((seq_len, num_labels))
-    scales = np.empty(seq_len)
-    beta = np.empty(num_labels)
-    weighted = np.empty(num_labels)
     for b in range(batch):
         length = 0
+        gap = 0.0
         for t in range(seq_len):
             marginals[b, t, :] = 0.0
             if mask[b, t]:
                 positions[length] = t
                 length += 1
+                top, low = -np.inf, np.inf
+                for j in range(num_labels):
+                    value = emissions[b, t, j]
+                    if value > FORBIDDEN_SCORE / 2:
+                        top, low = max(top, value), min(low, value)
+                if top > low:
+                    gap = max(gap, top - low)
         if length == 0:
             continue
-        for k in range(length):
-            row = emissions[b, positions[k]]
-            top = row.max()
-            for j in range(num_labels):
-                emitted[k, j] = np.exp(row[j] - top)
-        for k in range(length):
-            total = 0.0
-            for j in range(num_labels):
-                if k == 0:
-                    value = start_factors[j]
-                else:
-                    value = 0.0
-                    for i in range(num_labels):
-                        value += alphas[k - 1, i] * incoming[j, i]
-                value *= emitted[k, j]
-                alphas[k, j] = value
-                total += value
-            if not total > 0.0:
-                return False  # every term underflowed: the caller redoes the batch in log space
-            for j in range(num_labels):
-                alphas[k, j] /= total
-            scales[k] = total
-        norm = 0.0
+        rows, real = emissions[b], positions[:length]
+        if 2 * gap + 4 * spread > SCALED_MAX_NATS or not _scaled_row(rows, real, start_factors, scaled_factors,
+                                                                    end_factors, marginals[b]):
+            _log_space_row(rows, real, start, transitions, end, sources, counts, factors, row_max, marginals[b])
+
+
+@_compile
+def _scaled_row(emissions, positions, start_factors, factors, end_factors, marginals):
+    """Forward-backward in probability space, scaled at every real position; `factors[from, to]`: the forward step
+    reads `factors.T` rows, the backward step `factors` rows, both contiguous dot products. False (marginals left
+    for the caller) when every term of a step underflowed."""
+    length, num_labels = len(positions), emissions.shape[1]
+    incoming = np.ascontiguousarray(factors.T)
+    emitted = np.empty((length, num_labels))
+    alphas = np.empty((length, num_labels))
+    scales = np.empty(length)
+    beta = np.empty(num_labels)
+    weighted = np.empty(num_labels)
+    for k in range(length):
+        row = emissions[positions[k]]
+        top = row.max()
         for j in range(num_labels):
-            norm += alphas[length - 1, j] * end_factors[j]
-        norm = max(norm, 2.2250738585072014e-308)
+            emitted[k, j] = np.exp(row[j] - top)
+    for k in range(length):
+        total = 0.0
         for j in range(num_labels):
-            beta[j] = end_factors[j] / norm
-        for k in range(length - 1, -1, -1):
-            if k < length - 1:
+            if k == 0:
+                value = start_factors[j]
+            else:
+                value = 0.0
                 for i in range(num_labels):
-                    weighted[i] = emitted[k + 1, i] * beta[i] / scales[k + 1]
-                for i in range(num_labels):
-                    value = 0.0
-                    for to in range(num_labels):
-                        value += factors[i, to] * weighted[to]
-                    beta[i] = value
-            for j in range(num_labels):
-                marginals[b, positions[k], j] = min(alphas[k, j] * beta[j], 1.0)
+                    value += alphas[k - 1, i] * incoming[j, i]
+            value *= emitted[k, j]
+            alphas[k, j] = value
+            total += value
+        if not total > 0.0:
+            return False
+        for j in range(num_labels):
+            alphas[k, j] /= total
+        scales[k] = total
+    norm = 0.0
+    for j in range(num_labels):
+        norm += alphas[length - 1, j] * end_factors[j]
+    if not norm > 0.0:
+        return False
+    for j in range(num_labels):
+        beta[j] = end_factors[j] / norm
+    for k in range(length - 1, -1, -1):
+        if k < length - 1:
+            for i in range(num_labels):
+                weighted[i] = emitted[k + 1, i] * beta[i] / scales[k + 1]
+            for i in range(num_labels):
+                value = 0.0
+                for to in range(num_labels):
+                    value += factors[i, to] * weighted[to]
+                beta[i] = value
+        for j in range(num_labels):
+            marginals[positions[k], j] = min(alphas[k, j] * beta[j], 1.0)
     return True
+
+
+@_compile
+def _log_add(a, b):
+    if a < b:
+        a, b = b, a
+    if b == -np.inf:
+        return a
+    return a + np.log1p(np.exp(b - a))
+
+
+@_compile
+def _log_space_row(emissions, positions, start, transitions, end, sources, counts, factors, row_max, marginals):
+    """Forward-backward in log space. A step into a label every label may precede ("O", "B-X") is one product with
+    its factors, shifted by the step's best score; a step into another label ("I-X": two sources) sums its
+    sources' terms exactly. No label a later position makes likely can underflow: each shift is taken over terms
+    that all reach the label, and a row's factors lie within its transitions' spread."""
+    length, num_labels = len(positions), emissions.shape[1]
+    alphas = np.empty((length, num_labels))
+    beta = np.empty(num_labels)
+    new = np.empty(num_labels)
+    shifted = np.empty(num_labels)
+    sparse = np.empty(num_labels)
+    for j in range(num_labels):
+        alphas[0, j] = start[j] + emissions[positions[0], j]
+    for k in range(1, length):
+        previous = alphas[k - 1]
+        top = previous.max()
+        for i in range(num_labels):
+            shifted[i] = np.exp(previous[i] - top) if top > -np.inf else 0.0
+        row = emissions[positions[k]]
+        for j in range(num_labels):
+            if counts[j] == num_labels:
+                total = 0.0
+                for i in range(num_labels):
+                    total += factors[j, i] * shifted[i]
+                value = top + row_max[j] + np.log(total) if total > 0.0 else -np.inf
+            else:
+                value = -np.inf
+                for c in range(counts[j]):
+                    i = sources[j, c]
+                    value = _log_add(value, previous[i] + transitions[j, i])
+            alphas[k, j] = value + row[j]
+    log_z = -np.inf
+    for j in range(num_labels):
+        log_z = _log_add(log_z, alphas[length - 1, j] + end[j])
+    if log_z == -np.inf:
+        return  # no path has any probability: every marginal stays 0
+    for j in range(num_labels):
+        beta[j] = end[j]
+    for k in range(length - 1, -1, -1):
+        for j in range(num_labels):
+            marginals[positions[k], j] = min(np.exp(alphas[k, j] + beta[j] - log_z), 1.0)
+        if k == 0:
+            break
+        row = emissions[positions[k]]
+        # Into the labels every label may precede: their terms shifted by the best of them.
+        top = -np.inf
+        for to in range(num_labels):
+            shifted[to] = row[to] + beta[to]
+            if counts[to] == num_labels:
+                top = max(top, shifted[to] + row_max[to])
+        for i in range(num_labels):
+            sparse[i] = -np.inf
+        for to in range(num_labels):
+            if counts[to] < num_labels:
+                for c in range(counts[to]):
+                    i = sources[to, c]
+                    sparse[i] = _log_add(sparse[i], shifted[to] + transitions[to, i])
+        for to in range(num_labels):
+            dense = counts[to] == num_labels and top > -np.inf
+            shifted[to] = np.exp(shifted[to] + row_max[to] - top) if dense else 0.0
+        for i in range(num_labels):
+            total = 0.0
+            for to in range(num_labels):
+                total += factors[to, i] * shifted[to]
+            new[i] = _log_add(top + np.log(total) if total > 0.0 else -np.inf, sparse[i])
+        beta[:] = new

@@ -1,9 +1,9 @@
 """A linear-chain CRF over BIO labels: the parameters, and the log-space algorithms that use them.
 
 Kept in small separate pieces: `PiiNerCRF` holds the parameters and the BIO constraint; `crf_log_partition`
-(forward algorithm), `crf_path_score`, `crf_backward` (and log Z from its messages), `crf_marginals`,
-`crf_token_nll`, `crf_partial_nll` and `viterbi_decode` are plain functions of tensors, each vectorised over the
-batch. The losses run one sequential pass (the backward algorithm) per call: on a GPU a pass is hundreds of small
+(forward algorithm), `crf_path_score`, `crf_backward` (and log Z from its messages), `crf_token_nll` and
+`crf_partial_nll` are plain functions of tensors, each vectorised over the batch, for training. Inference (Viterbi
+and marginals) is `crf_numba`. The losses run one sequential pass (the backward algorithm) per call: on a GPU a pass is hundreds of small
 kernel launches, so the number of passes, not the arithmetic, sets a training step's time.
 
 Conventions used everywhere in this file:
@@ -148,7 +148,7 @@ class _TransitionSums:
         self.dense_rows = dense.nonzero().flatten()
         self.sparse_rows = (~dense).nonzero().flatten()
         self.order = torch.cat([self.dense_rows, self.sparse_rows]).argsort()
-        dense_scores = self.dense_scores = transitions[self.dense_rows]  # (dense, from)
+        dense_scores = transitions[self.dense_rows]  # (dense, from)
         self.row_shift = dense_scores.max(dim=1).values
         self.forward_factors = (dense_scores - self.row_shift.unsqueeze(1)).exp().T  # (from, dense)
         self.column_shift = dense_scores.max(dim=0).values if len(self.dense_rows) else None
@@ -167,15 +167,6 @@ class _TransitionSums:
             sparse = torch.logsumexp(alpha[:, self.predecessors] + self.predecessor_scores, dim=-1)
         else:
             sparse = alpha.new_full((alpha.shape[0], len(self.sparse_rows)), FORBIDDEN_SCORE)
-        return torch.cat([dense, sparse], dim=-1)[:, self.order]
-
-    def max_step(self, score: torch.Tensor) -> torch.Tensor:
-        """(batch, from) -> (batch, to): max_from score[from] + transitions[to, from] (Viterbi)."""
-        dense = (score.unsqueeze(1) + self.dense_scores.unsqueeze(0)).amax(dim=-1)
-        if self.predecessors.shape[-1]:
-            sparse = (score[:, self.predecessors] + self.predecessor_scores).amax(dim=-1)
-        else:  # no sparse row, or none with an allowed predecessor
-            sparse = score.new_full((score.shape[0], len(self.sparse_rows)), FORBIDDEN_SCORE)
         return torch.cat([dense, sparse], dim=-1)[:, self.order]
 
     def backward_step(self, incoming: torch.Tensor) -> torch.Tensor:
@@ -373,51 +364,3 @@ def allowed_only(emissions: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor
     """The emissions with every label not `allowed` at a position scored forbidden: their log Z sums over the
     paths consistent with a partial annotation."""
     return emissions.float().masked_fill(~allowed, FORBIDDEN_SCORE)
-
-
-def crf_marginals(
-    emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, transitions: torch.Tensor, end: torch.Tensor
-) -> torch.Tensor:
-    """Per-position label probabilities p(y_t = label | x) from forward-backward: (batch, seq_len, num_labels),
-    each real position sums to 1; rows off the mask are 0."""
-    log_z, alphas = crf_log_partition(emissions, mask, start, transitions, end)
-    betas = crf_backward(emissions, mask, transitions, end)
-    # Clamped at log 1: float32 rounding can put a sure label a hair above it.
-    marginals = (alphas + betas - log_z[:, None, None]).clamp(max=0).exp()
-    return torch.where(mask.unsqueeze(-1), marginals, torch.zeros_like(marginals))
-
-
-def viterbi_decode(
-    emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, transitions: torch.Tensor, end: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """
-    Best label path per row.
-
-    Returns:
-        `(tags, scores)`: the path (batch, seq_len), -100 off the mask, and its score (batch,), 0 for a row
-        without a real position.
-    """
-    emissions = emissions.float()
-    batch, seq_len, num_labels = emissions.shape
-    sums = _TransitionSums(transitions)
-    score = emissions.new_zeros(batch, num_labels)
-    started = torch.zeros(batch, dtype=torch.bool, device=emissions.device)
-    # Only the max values are taken going forward (a max with indices over (batch, to, from) costs more);
-    # the best predecessor is recomputed for the one chosen label per row while backtracking.
-    previous_scores, follows = [], []
-    for t in range(seq_len):
-        new = torch.where(started.unsqueeze(-1), sums.max_step(score), start.unsqueeze(0)) + emissions[:, t]
-        previous_scores.append(score)
-        follows.append(mask[:, t] & started)  # a real position with a real position before it
-        score = torch.where(mask[:, t].unsqueeze(-1), new, score)
-        started = started | mask[:, t]
-    best_score, current = (score + end.unsqueeze(0)).max(dim=-1)
-    tags = [None] * seq_len
-    for t in reversed(range(seq_len)):
-        tags[t] = current
-        # transitions[current, from]: the scores of moving into this position's label.
-        best_from = (previous_scores[t] + transitions[current]).argmax(dim=-1)
-        current = torch.where(follows[t], best_from, current)
-    tags = torch.stack(tags, dim=1)
-    tags = torch.where(mask, tags, torch.full_like(tags, -100))
-    return tags, torch.where(started, best_score, torch.zeros_like(best_score))

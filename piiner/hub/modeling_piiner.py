@@ -26,10 +26,8 @@ from .crf_piiner import (
     begin_of,
     crf_backward,
     crf_log_partition_from_backward,
-    crf_marginals,
     crf_path_score,
     token_nll_terms,
-    viterbi_decode,
 )
 from .pipeline_piiner import PiiNerTokenClassificationPipeline  # noqa: F401  (imported so save_pretrained copies it)
 
@@ -611,21 +609,14 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             self.crf.start_transitions, self.crf.transitions, self.crf.end_transitions))
 
     @staticmethod
+    @torch.compiler.disable
     def _decode(emissions, mask, start, transitions, end) -> tuple[torch.Tensor, torch.Tensor]:
-        """Viterbi tags and CRF marginals: on the CPU with nothing asking for gradients (inference), the compiled
-        loops of `crf_numba` (the torch loop's per-op cost dominates there, see benchmarks/bench_crf_decode.py);
-        otherwise, or while tracing/compiling, the torch versions. Both are checked against brute force."""
-        needs_torch = (
-            emissions.device.type != "cpu"
-            or (torch.is_grad_enabled() and (emissions.requires_grad or transitions.requires_grad))
-            or torch.jit.is_tracing()
-            or torch.compiler.is_compiling()
-        )
-        if needs_torch:
-            decoded_tags, _ = viterbi_decode(emissions, mask, start, transitions, end)
-            return decoded_tags, crf_marginals(emissions, mask, start, transitions, end)
+        """Viterbi tags and CRF marginals, by the compiled loops of `crf_numba` on the CPU wherever the emissions
+        are (a torch loop pays a fixed cost per op at each of hundreds of positions: benchmarks/bench_crf_decode.py),
+        returned on the emissions' device. Nothing is differentiated through a decode."""
         decoded_tags, marginals = crf_decode_cpu(emissions, mask, start, transitions, end)
-        return torch.from_numpy(decoded_tags), torch.from_numpy(marginals).to(torch.float32)
+        device = emissions.device
+        return torch.from_numpy(decoded_tags).to(device), torch.from_numpy(marginals).to(device, torch.float32)
 
 
 PiiNerConfig.register_for_auto_class()
