@@ -1,6 +1,6 @@
 """The CRF decode at inference (Viterbi tags + marginals): the compiled loops the model runs (`crf_numba`) against the
-same computation as a loop of torch ops (written here: the Viterbi recursion, and the marginals from the forward and
-backward passes training uses), on a saved model's real emissions for ~1,200-character documents, at batch 1 and
+same computation as a loop of torch ops (written here: the Viterbi recursion, and the marginals as the gradient of
+log Z from the backward pass training uses), on a saved model's real emissions for ~1,200-character documents, at batch 1 and
 32. Prints a table: what keeps numba a dependency of the files that ship with the weights.
 
     .venv/bin/python benchmarks/bench_crf_decode.py --model runs/quickstart --threads 1
@@ -16,7 +16,7 @@ import torch
 from bench_inference import _load_tokenizer, make_documents, set_threads  # noqa: E402
 
 from piiner.hub.crf_numba import crf_decode_cpu  # noqa: E402
-from piiner.hub.crf_piiner import crf_backward, crf_log_partition  # noqa: E402
+from piiner.hub.crf_piiner import crf_backward, crf_log_partition_from_backward  # noqa: E402
 from piiner.hub.modeling_piiner import PiiNerForTokenClassification, crf_positions  # noqa: E402
 from piiner.hub.encoding_piiner import encode_texts  # noqa: E402
 
@@ -27,12 +27,13 @@ def decode_inputs(model, tokenizer, batch, doc_chars):
     with torch.inference_mode():
         hidden = model.piiner(ids, mask, char_ids=chars).last_hidden_state
         emissions = torch.log_softmax(model.classifier(hidden).float(), dim=-1)
-    return (emissions, crf_positions(mask, chars), *model.crf.constrained_transitions())
+    crf = (t.clone().detach() for t in model.crf.constrained_transitions())  # plain tensors, outside inference mode
+    return (emissions.clone(), crf_positions(mask, chars), *crf)
 
 
 def torch_decode(emissions, mask, start, transitions, end):
     """Viterbi and marginals as torch ops, one step per position, vectorised over the batch and the labels."""
-    with torch.inference_mode():
+    with torch.no_grad():
         batch, seq_len, _ = emissions.shape
         score, started, pointers = emissions.new_zeros(batch, emissions.shape[-1]), mask[:, 0] & False, []
         for t in range(seq_len):
@@ -47,9 +48,11 @@ def torch_decode(emissions, mask, start, transitions, end):
             tags.append(current)
             back = pointers[t].gather(1, current.unsqueeze(1)).squeeze(1)
             current = torch.where(back >= 0, back, current)
-        log_z, alphas = crf_log_partition(emissions, mask, start, transitions, end)
-        betas = crf_backward(emissions, mask, transitions, end)
-        return torch.stack(tags[::-1], dim=1), (alphas + betas - log_z[:, None, None]).exp()
+    # p(y_t = label) is the derivative of log Z by that emission.
+    emissions = emissions.clone().requires_grad_()
+    log_z = crf_log_partition_from_backward(emissions, mask, start, crf_backward(emissions, mask, transitions, end))
+    (marginals,) = torch.autograd.grad(log_z.sum(), emissions)
+    return torch.stack(tags[::-1], dim=1), marginals
 
 
 def main(argv=None):

@@ -350,8 +350,6 @@ def test_config_leaves_the_attention_of_a_given_encoder_config_alone():
 def test_ablation_variants_train_and_decode(fusion, use_crf):
     """The architecture ablations: char features added without a gate, no char CNN at all, no CRF (independent
     per-token softmaxes, the CRF code with zero unconstrained transitions)."""
-    from piiner.hub.crf_piiner import crf_log_partition  # noqa: F401  (the same functions serve every variant)
-
     torch.manual_seed(0)
     model = PiiNerForTokenClassification(PiiNerConfig(encoder_config=tiny_bert_config(), fusion=fusion,
                                                       use_crf=use_crf))

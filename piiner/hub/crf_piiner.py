@@ -1,10 +1,10 @@
 """A linear-chain CRF over BIO labels: the parameters, and the log-space algorithms that use them.
 
-Kept in small separate pieces: `PiiNerCRF` holds the parameters and the BIO constraint; `crf_log_partition`
-(forward algorithm), `crf_path_score`, `crf_backward` (and log Z from its messages), `crf_token_nll` and
-`crf_partial_nll` are plain functions of tensors, each vectorised over the batch, for training. Inference (Viterbi
-and marginals) is `crf_numba`. The losses run one sequential pass (the backward algorithm) per call: on a GPU a pass is hundreds of small
-kernel launches, so the number of passes, not the arithmetic, sets a training step's time.
+Kept in small separate pieces: `PiiNerCRF` holds the parameters and the BIO constraint; `crf_path_score`,
+`crf_backward` (and log Z from its messages), `crf_token_nll` and `crf_partial_nll` are plain functions of tensors,
+each vectorised over the batch, for training. Inference (Viterbi and marginals) is `crf_numba`. The losses run one
+sequential pass (the backward algorithm) per call: on a GPU a pass is hundreds of small kernel launches, so the
+number of passes, not the arithmetic, sets a training step's time.
 
 Conventions used everywhere in this file:
 
@@ -125,18 +125,18 @@ def previous_real_index(mask: torch.Tensor) -> torch.Tensor:
 
 class _TransitionSums:
     """
-    The log-sum-exp over transitions that the forward and backward algorithms repeat at every position, exact and
-    cheap for a constrained label set.
+    The log-sum-exp over transitions that the backward algorithm repeats at every position, exact and cheap for a
+    constrained label set.
 
     A dense logsumexp over (batch, to, from) costs far more on CPU than a matrix product, but a product in
-    linear space is only safe when each sum contains its largest term: a `to` label whose few allowed
-    predecessors all lie far below the best label (an "I-X" when the emissions say "I-X" but not "B-X") would
-    underflow to log(0). So the labels are split by the constraint:
+    linear space is only safe when each sum contains its largest term: a `from` label whose few allowed
+    successors all lie far below the best label would underflow to log(0). So the labels are split by the
+    constraint:
 
     - dense rows: `to` labels every label may move to ("O", "B-X"). Their sums are matrix products of
-      row-max-shifted messages; the row's best label is among the terms, so nothing underflows.
-    - sparse rows: `to` labels with forbidden predecessors ("I-X"). Their few allowed predecessors are gathered
-      and summed with an exact logsumexp.
+      max-shifted messages; the best of them is among every label's terms, so nothing underflows.
+    - sparse rows: `to` labels with forbidden predecessors ("I-X"). Each label's few allowed successors among
+      them are gathered and summed with an exact logsumexp.
 
     Exact for any transition scores whose spread within a row or column stays below ~80 nats (float32 range);
     beyond that a sum is floored at the smallest normal float rather than producing -inf and NaN gradients.
@@ -147,27 +147,13 @@ class _TransitionSums:
         dense = allowed.all(dim=1)
         self.dense_rows = dense.nonzero().flatten()
         self.sparse_rows = (~dense).nonzero().flatten()
-        self.order = torch.cat([self.dense_rows, self.sparse_rows]).argsort()
         dense_scores = transitions[self.dense_rows]  # (dense, from)
-        self.row_shift = dense_scores.max(dim=1).values
-        self.forward_factors = (dense_scores - self.row_shift.unsqueeze(1)).exp().T  # (from, dense)
         self.column_shift = dense_scores.max(dim=0).values if len(self.dense_rows) else None
         self.backward_factors = (dense_scores - self.column_shift).exp() if len(self.dense_rows) else None
-        # Allowed predecessors of each sparse row, padded with label 0 at a forbidden score.
         sparse_allowed = allowed[self.sparse_rows]  # (sparse, from)
-        self.predecessors, self.predecessor_scores = _padded_neighbours(sparse_allowed, transitions[self.sparse_rows])
-        # Allowed sparse successors of each label (the backward direction), padded the same way.
+        # Allowed sparse successors of each label, padded with label 0 at a forbidden score.
         self.successors, self.successor_scores = _padded_neighbours(sparse_allowed.T, transitions[self.sparse_rows].T)
         self.successors = self.sparse_rows[self.successors] if len(self.sparse_rows) else self.successors
-
-    def forward_step(self, alpha: torch.Tensor) -> torch.Tensor:
-        """(batch, from) -> (batch, to): log sum_from exp(alpha[from] + transitions[to, from])."""
-        dense = _shifted_log_matmul(alpha, self.forward_factors) + self.row_shift
-        if self.predecessors.shape[-1]:
-            sparse = torch.logsumexp(alpha[:, self.predecessors] + self.predecessor_scores, dim=-1)
-        else:
-            sparse = alpha.new_full((alpha.shape[0], len(self.sparse_rows)), FORBIDDEN_SCORE)
-        return torch.cat([dense, sparse], dim=-1)[:, self.order]
 
     def backward_step(self, incoming: torch.Tensor) -> torch.Tensor:
         """(batch, to) -> (batch, from): log sum_to exp(transitions[to, from] + incoming[to])."""
@@ -196,37 +182,6 @@ def _shifted_log_matmul(log_vectors: torch.Tensor, factors: torch.Tensor) -> tor
     row_max = log_vectors.max(dim=-1, keepdim=True).values
     summed = (log_vectors - row_max).exp() @ factors
     return summed.clamp(min=torch.finfo(summed.dtype).tiny).log() + row_max
-
-
-def crf_log_partition(
-    emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, transitions: torch.Tensor, end: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """
-    Forward algorithm in log space.
-
-    Args:
-        emissions (`torch.Tensor` of shape `(batch, seq_len, num_labels)`): per-position label scores.
-        mask (`torch.BoolTensor` of shape `(batch, seq_len)`): positions the CRF runs over.
-        start, transitions, end: float32 scores, `transitions[to, from]`, forbidden entries at `FORBIDDEN_SCORE`.
-
-    Returns:
-        `(log_partition, alphas)`: log Z per row (batch,), and the forward messages (batch, seq_len, num_labels):
-        at a real position, the log-sum of the scores of every prefix path ending there in each label, emission
-        included. Rows without a real position get log Z = 0.
-    """
-    emissions = emissions.float()
-    batch, seq_len, num_labels = emissions.shape
-    sums = _TransitionSums(transitions)
-    alpha = emissions.new_zeros(batch, num_labels)
-    started = torch.zeros(batch, dtype=torch.bool, device=emissions.device)
-    alphas = []
-    for t in range(seq_len):
-        new = torch.where(started.unsqueeze(-1), sums.forward_step(alpha), start.unsqueeze(0)) + emissions[:, t]
-        alpha = torch.where(mask[:, t].unsqueeze(-1), new, alpha)
-        started = started | mask[:, t]
-        alphas.append(alpha)
-    log_z = torch.logsumexp(alpha + end.unsqueeze(0), dim=-1)
-    return torch.where(started, log_z, torch.zeros_like(log_z)), torch.stack(alphas, dim=1)
 
 
 def crf_backward(
@@ -310,8 +265,8 @@ def crf_log_partition_from_backward(
     emissions: torch.Tensor, mask: torch.Tensor, start: torch.Tensor, betas: torch.Tensor
 ) -> torch.Tensor:
     """log Z per row from `crf_backward`'s messages: `log sum_y exp(start[y] + emission[y] + beta[y])` at the row's
-    first real position (0 for a row without one). The same value as `crf_log_partition`'s, so a loss that needs the
-    backward messages gets log Z without a forward pass."""
+    first real position (0 for a row without one). The backward messages give log Z too, so a loss needs no forward
+    pass."""
     index = mask.int().argmax(dim=1).view(-1, 1, 1).expand(-1, 1, betas.shape[-1])  # the first real position
     at_first = (emissions.float().gather(1, index) + betas.gather(1, index)).squeeze(1)
     log_z = torch.logsumexp(at_first + start.unsqueeze(0), dim=-1)
