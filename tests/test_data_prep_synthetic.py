@@ -293,7 +293,7 @@ def test_the_dense_test_set_joins_four_to_seven_held_out_templates_per_text():
 def test_training_posts_carry_unlabelled_hashtags_and_other_languages():
     # Partially labelled tweets give no evidence about a hashtag or a sentence in another language, so the fully
     # labelled synthetic records must: some training texts hold them, never inside a labelled span.
-    records = [r for r in SyntheticGenerator(seed=5).records(40) if r["split"] == "train"]
+    records = [r for r in SyntheticGenerator(seed=5).records(60) if r["split"] == "train"]
 
     def unlabelled(r, pattern):
         return [m for m in re.finditer(pattern, r["text"])
@@ -349,3 +349,17 @@ def test_generated_identifiers_pass_the_validators_the_decode_uses(maker, valida
         for held_out in (False, True):
             value = getattr(values, maker)(rng, fake, held_out=held_out)
             assert VALIDATORS[validator](value), (maker, held_out, value)
+
+
+def test_training_notes_carry_drug_and_device_names_unlabelled_and_years_alone_as_dates():
+    # Nursing notes name drugs and lines in capitals ("FOLEY", "Heparin gtt"), which an uncased model reads as it
+    # reads a surname: the generator must show them outside every span, and dates as notes write them.
+    from piiner.data_prep.synthetic.values import _CLINICAL
+
+    records = [r for r in SyntheticGenerator(seed=3).records(60) if r["split"] == "train"]
+    devices = re.compile(r"\b(?:foley|swan|hickman|heparin gtt|propofol)\b", re.IGNORECASE)
+    unlabelled = [m for r in records for m in devices.finditer(r["text"])
+                  if not any(s["start"] < m.end() and m.start() < s["end"] for s in r["spans"])]
+    assert len(unlabelled) >= 3 and "Foley" in _CLINICAL
+    years = [s["value"] for r in records for s in r["spans"] if s["label"] == "DATE" and re.fullmatch(r"\d{4}", s["value"])]
+    assert years

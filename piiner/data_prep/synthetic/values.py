@@ -267,7 +267,7 @@ def _format_date(rng, y, m, d, held_out=False):
     if held_out:
         return rng.choice((f"{y}/{m:02d}/{d:02d}", f"{d:02d}-{month[:3]}-{y}", f"{month[:3].upper()} {d:02d} {y}",
                            f"{d}.{m}.{y % 100:02d}", f"the {d}{_ordinal(d)} of {month}, {y}"))
-    kind = rng.randrange(17)
+    kind = rng.randrange(19)
     if kind == 0:
         return f"{m:02d}/{d:02d}/{y}"
     if kind == 1:
@@ -300,7 +300,9 @@ def _format_date(rng, y, m, d, held_out=False):
         return f"{d}-{m}-{y}"
     if kind == 15:
         return f"{month.upper()} {d}, {y}"
-    return f"{y}{m:02d}{d:02d}" if rng.random() < 0.3 else f"{month} {y}"
+    if kind == 16:
+        return f"{y}{m:02d}{d:02d}" if rng.random() < 0.3 else f"{month} {y}"
+    return str(y) if kind == 17 else f"{m}/{d}/{y % 100:02d}"  # a year alone ("s/p CABG 1998"); a note's short year
 
 
 def _ordinal(d):
@@ -808,10 +810,19 @@ def _negative_count(rng, fake, held_out=False):
     return str(rng.choice((rng.randint(0, 5), rng.randint(0, 12))))
 
 
-# Clinical shorthand, ward codes and orders that sit next to PII in notes: not names, places or conditions.
+# Clinical shorthand, ward codes, orders, drugs, lines and devices that sit next to PII in notes: not names, places
+# or conditions. Notes capitalise drug and device names ("Foley", "Heparin") and write whole notes in capitals, which
+# an uncased model reads as it reads a surname.
 _CLINICAL = ("PRN", "SICU", "MICU", "NICU", "CCU", "PACU", "ED", "OR", "BID", "TID", "QID", "QHS", "PO", "IV",
              "NPO", "HPI", "PMH", "ROS", "A&O x3", "s/p", "c/o", "b/l", "WNL", "NAD", "CXR", "CBC", "BMP", "EKG", "MRI",
-             "CT", "ABG", "DVT ppx", "tele", "4 West", "step-down", "L&D", "ortho", "cards", "neuro")
+             "CT", "ABG", "DVT ppx", "tele", "4 West", "step-down", "L&D", "ortho", "cards", "neuro",
+             "Foley", "Heparin gtt", "Lasix", "Propofol", "Fentanyl", "Versed", "Dopamine", "Levophed", "Neo",
+             "Insulin gtt", "Vanco", "Zosyn", "Flagyl", "Coumadin", "Lopressor", "Captopril", "Digoxin", "Ativan",
+             "Haldol", "Morphine", "Dilaudid", "Tylenol", "Protonix", "Kcl", "Mag sulfate", "Albumin", "PRBC", "FFP",
+             "Swan", "A-line", "art line", "PICC", "Hickman", "Cordis", "TLC", "NGT", "OGT", "ETT", "PEG", "JP drain",
+             "chest tube", "Trach", "CPAP", "BiPAP", "vent", "IABP", "pacer", "Carevue", "MAE", "PERRL", "afebrile",
+             "LS clear", "coarse BS", "+BS", "NSR", "SR", "AFib", "PVCs", "MN", "DC'd", "OOB", "HOB", "I&O", "UO",
+             "CVP", "PAD", "SVO2", "ICP", "GCS", "RASS", "sats", "O2 NC", "FiO2", "PEEP", "PS", "SBT", "extubated")
 
 
 def _negative_clinical(rng, fake, held_out=False):
