@@ -452,11 +452,19 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
         tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
     text = _folded(text)
     evidence = [(m.start, m.end) for m in matches]
+    known = {}  # (start, end, type) -> verdict: a span that a decode again leaves as it was is not checked again
+
+    def verdict(entity):
+        key = (entity["start"], entity["end"], entity["type"])
+        if key not in known:
+            known[key] = _forbidden(text, pairs, spans, entity, label2id, capitalised_types)
+        return known[key]
+
     for round_ in range(MAX_CHECK_ROUNDS + 1):
         entities = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
                                                multiline_types)
                     if not any(e["start"] < end and e["end"] > start for start, end in evidence)]
-        verdicts = [(e, _forbidden(text, pairs, spans, e, label2id, capitalised_types)) for e in entities]
+        verdicts = [(e, verdict(e)) for e in entities]
         forbidden = [f for _, f in verdicts if f and f[0]]
         if not forbidden:
             break
