@@ -120,10 +120,13 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, 
             if entity is not None:
                 entities.append(entity)
 
+    labels = {}  # each tag id read once per call
     for (start, end), tag_id, score in zip(offsets, tag_ids, tag_scores):
         if end <= start or tag_id < 0:
             continue
-        prefix, entity_type = _label_of(tag_id, id2label)
+        if tag_id not in labels:
+            labels[tag_id] = _label_of(tag_id, id2label)
+        prefix, entity_type = labels[tag_id]
         if (prefix == "I" and current is not None and current[0] == entity_type
                 and _continues(text[current[2]:start], entity_type in multiline_types)):
             current[2] = end
