@@ -317,11 +317,12 @@ def test_a_small_request_is_not_stalled_by_one_long_paragraph():
     assert small["entities"][0]["type"] == "PHONE"
 
 
-def test_a_long_paragraph_is_read_in_stretches_of_a_quarter_batch():
-    """One paragraph of 1 MB held small requests at 4.4 times their latency alone: each batch beside it was a
-    whole batch's worth of one stretch, read in two long windows. Its stretches are a quarter of a batch; text in
-    paragraphs is cut at paragraph boundaries as before."""
-    from piiner.serve.batching import MicroBatcher
+def test_a_large_request_goes_to_the_model_in_pieces_of_a_quarter_batch():
+    """What a small request waits for is the batch running when it arrives, and a piece of the large one beside it
+    in its own batch. One paragraph of 1 MB held small requests at 4.4 times their latency alone: each batch beside
+    it was a batch's worth of one stretch, read in two long windows. A large request, one paragraph or many, goes
+    in pieces of a quarter of a batch; a paragraph longer than that but within a batch stays whole."""
+    from piiner.serve.batching import MicroBatcher, pieces
 
     batches = []
 
@@ -329,24 +330,23 @@ def test_a_long_paragraph_is_read_in_stretches_of_a_quarter_batch():
         batches.append([len(text) for text in texts])
         return RegexDetector()(texts)
 
-    large = " ".join(f"row {i} mail u{i}@x.org" + " filler" * 20 for i in range(200))  # one paragraph
+    one_paragraph = " ".join(f"row {i} mail u{i}@x.org" + " filler" * 20 for i in range(200))
     paragraphs = "\n\n".join(f"para {i}: mail u{i}@x.org" + " filler" * 20 for i in range(200))
 
     async def scenario():
         batcher = MicroBatcher(detect, max_texts=32, max_wait_ms=0, max_chars=2000)
         await batcher.start()
         try:
-            one = await batcher.submit([large])
-            stretch_sizes = [size for batch in batches for size in batch]
-            many = await batcher.submit([paragraphs])
-            return one, stretch_sizes, many
+            return await asyncio.gather(batcher.submit([one_paragraph]), batcher.submit([paragraphs]))
         finally:
             await batcher.stop()
 
-    (one,), stretch_sizes, (many,) = asyncio.run(scenario())
+    (one,), (many,) = asyncio.run(scenario())
     assert len(one) == len(many) == 200
-    assert max(stretch_sizes) <= 500 and max(map(sum, batches)) <= 2000
-    assert max(size for batch in batches for size in batch) > 1500  # paragraphs still go in pieces of a batch
+    assert max(size for batch in batches for size in batch) <= 500 and max(map(sum, batches)) <= 2000
+    long_paragraph = "x " * 700  # 1,400 characters: over a quarter, within a batch
+    cut = pieces("a\n\n" + long_paragraph + "\n\nb", 2000)
+    assert len(cut) == 3 and long_paragraph.strip() in cut[1][1]
 
 
 def test_a_table_upload_comes_back_redacted_column_by_column_with_its_report(client):

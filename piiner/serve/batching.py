@@ -1,15 +1,16 @@
 """Concurrent requests gathered into batches for the model, taken in turn so that a large request does not stall
 small ones.
 
-Each text a request brings is cut into pieces (`pieces`): at paragraph boundaries, where the model encodes every
-paragraph on its own anyway, so the pieces' entities, shifted back, are the whole text's; and a paragraph longer than
-a piece into overlapping stretches of a quarter of a piece, cut at spaces, each keeping the entities that start in its
-middle part, so an entity shorter than half the overlap is found whole in the stretch that keeps it. A single worker builds each batch by
-taking one piece from each waiting request in turn, up to `max_texts` pieces and `max_chars` characters, after
-waiting `max_wait_ms` from the first for others to arrive; the detector runs in a worker thread, so the event loop
-never blocks on the model and the model sees one batch at a time. A small request that arrives while a 1 MB one
-runs waits for one batch, not for all of it. When the detector fails on a batch, each of its pieces is tried alone,
-so only the request holding the piece it cannot take fails; the service goes on.
+Each text a request brings is cut into pieces of about a quarter of a batch (`pieces`): at paragraph boundaries,
+where the model encodes every paragraph on its own anyway, so the pieces' entities, shifted back, are the whole
+text's; and a paragraph longer than a batch into overlapping stretches of a quarter of a batch, cut at spaces,
+each keeping the entities that start in its middle part, so an entity shorter than half the overlap is found whole
+in the stretch that keeps it. A single worker builds each batch by taking one piece from each waiting request in
+turn, up to `max_texts` pieces and `max_chars` characters, after waiting `max_wait_ms` from the first for others to
+arrive; the detector runs in a worker thread, so the event loop never blocks on the model and the model sees one
+batch at a time. A small request that arrives while a 1 MB one runs waits for one batch, not for all of it. When
+the detector fails on a batch, each of its pieces is tried alone, so only the request holding the piece it cannot
+take fails; the service goes on.
 """
 
 import asyncio
@@ -49,22 +50,25 @@ def _stretches(text, start, end, max_chars):
 
 
 def pieces(text, max_chars):
-    """`(offset, piece, keep_from, keep_to)` of `text`: pieces of at most `max_chars` characters, cut at paragraph
-    boundaries where its paragraphs allow (the whitespace between paragraphs goes with the piece before it), and a
-    longer paragraph cut into overlapping stretches of a quarter of `max_chars` (`_stretches`). A piece's entities
-    count where they start in `[keep_from, keep_to)` (offsets into `text`); the kept ranges tile the text."""
+    """`(offset, piece, keep_from, keep_to)` of `text`: pieces of about a quarter of `max_chars`, cut at paragraph
+    boundaries (the whitespace between paragraphs goes with the piece before it); a paragraph of up to `max_chars`
+    is a piece of its own, and a longer one is cut into overlapping stretches of a quarter of `max_chars`
+    (`_stretches`). A piece's entities count where they start in `[keep_from, keep_to)` (offsets into `text`); the
+    kept ranges tile the text."""
+    # A quarter of a batch: a batch then holds a piece of a large request beside the small ones that wait, and what
+    # a small request waits for behind a large one is about a piece. Short stretches also cost less than one long
+    # stretch, which the model reads in windows that overlap.
+    quarter = max(max_chars // 4, 1)
     out, start, end = [], 0, 0
 
     def close(upto):
         if upto - start <= max_chars:
             out.append((start, text[start:upto], start, upto))
             return
-        # Stretches of a quarter of a piece: the model reads a stretch as one text, in windows that overlap, and a
-        # batch of four short stretches costs less than one long stretch read in two windows.
-        out.extend((s, text[s:e], lo, hi) for s, e, lo, hi in _stretches(text, start, upto, max(max_chars // 4, 1)))
+        out.extend((s, text[s:e], lo, hi) for s, e, lo, hi in _stretches(text, start, upto, quarter))
 
     for _, paragraph_end in paragraphs(text):
-        if paragraph_end - start > max_chars and end > start:
+        if paragraph_end - start > quarter and end > start:
             close(end)
             start = end
         end = paragraph_end
@@ -92,8 +96,8 @@ class MicroBatcher:
         detect (callable): list of texts -> list of results (one list of entity dicts per text), run in a thread.
         max_texts (`int`): pieces per detector call at most.
         max_wait_ms (`float`): how long the first piece of a batch waits for others.
-        max_chars (`int`): characters per detector call at most (a batch always takes at least one piece), and the
-            size texts are cut to (`pieces`): the longest a small request waits behind a large one.
+        max_chars (`int`): characters per detector call at most (a batch always takes at least one piece); texts
+            are cut into pieces of a quarter of it (`pieces`).
     """
 
     def __init__(self, detect, max_texts=32, max_wait_ms=10.0, max_chars=4000):

@@ -24,8 +24,8 @@ def parser():
                    help="a request body over this is refused with 413, whether sent with a length or in chunks")
     p.add_argument("--max-texts", type=int, default=defaults.max_texts, help="texts per request at most")
     p.add_argument("--max-batch-chars", type=int, default=defaults.max_batch_chars,
-                   help="characters per model call; long texts are cut at paragraph boundaries to about this size, "
-                        "so a small request waits behind one such batch of a large one (default: %(default)s)")
+                   help="characters per model call; long texts go in pieces of a quarter of it, cut at paragraph "
+                        "boundaries, so a small request waits behind one batch of a large one (default: %(default)s)")
     p.add_argument("--recognizers", metavar="FILE",
                    help="YAML or JSON with recognizers, an allow_list and a deny_list, added to the model's own")
     p.add_argument("--api-key-env", metavar="VAR",
