@@ -60,9 +60,8 @@ def viterbi_cpu(emissions, mask, start, transitions, end):
 def marginals_cpu(emissions, mask, start, transitions, end):
     """p(y_t = label | x) per real position, (batch, seq_len, num_labels) float64, 0 off the mask."""
     emissions, mask, start, transitions, end = _arrays(emissions, mask, start, transitions, end, np.float64)
-    shape = transitions.shape
-    scaled = _marginal_factors(start.tobytes(), transitions.tobytes(), end.tobytes(), shape)
-    logs = _marginal_tables(start.tobytes(), transitions.tobytes(), end.tobytes(), shape)
+    scores = (start.tobytes(), transitions.tobytes(), end.tobytes(), transitions.shape)
+    scaled, logs = _marginal_factors(*scores), _marginal_tables(*scores)
     out = np.empty(emissions.shape, dtype=np.float64)
     _marginal_rows(emissions, mask, start, transitions, end, *scaled, *logs, out)
     return out

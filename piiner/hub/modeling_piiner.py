@@ -121,12 +121,13 @@ class PiiNerCharCNN(nn.Module):
         # column of padding makes sure 0 is among them, so padding stays 0.
         alphabet, renumbered = torch.unique(nn.functional.pad(words, (0, 1)), return_inverse=True)
         words = renumbered[:, :-1]
+        table = self._window_table(alphabet)
         short = lengths <= self.short_word_chars
         if bool(short.all()) or not bool(short.any()):
-            features = self.encode(self._trimmed(words, lengths), alphabet)
+            features = self._lookup(self._trimmed(words, lengths), table)
         else:
-            short_features = self.encode(self._trimmed(words[short], lengths[short]), alphabet)
-            long_features = self.encode(self._trimmed(words[~short], lengths[~short]), alphabet)
+            short_features = self._lookup(self._trimmed(words[short], lengths[short]), table)
+            long_features = self._lookup(self._trimmed(words[~short], lengths[~short]), table)
             # The dtype the lookup gave (bf16 under autocast), not the parameters' own.
             features = short_features.new_empty(words.shape[0], self.output_dim)
             features[short], features[~short] = short_features, long_features
@@ -143,21 +144,30 @@ class PiiNerCharCNN(nn.Module):
             alphabet (`torch.LongTensor`, *optional*): the char ids the rows use, sorted, 0 first; the whole
                 vocabulary when not given.
         """
-        widest, narrowest = max(self.kernel_sizes), min(self.kernel_sizes)
         if alphabet is None:
             alphabet = torch.arange(self.embedding.num_embeddings, device=words.device)
-        # (widest * len(alphabet), channels): row `j * len(alphabet) + c` is what character `alphabet[c]` at offset j
-        # of a window adds to every channel (0 for padding).
+        return self._lookup(words, self._window_table(alphabet))
+
+    def _window_table(self, alphabet: torch.LongTensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """`(table, bias, len(alphabet))`: row `j * len(alphabet) + c` of the table is what character `alphabet[c]`
+        at offset j of a window adds to every channel (0 for padding); bias is every channel's bias."""
+        widest = max(self.kernel_sizes)
+        # (channels, embedding_dim, widest): each kernel's weights, zero after its own width.
         weight = torch.cat([nn.functional.pad(conv.weight, (0, widest - conv.kernel_size[0])) for conv in self.convs])
         embedded = self.embedding(alphabet) * (alphabet != 0).unsqueeze(-1)  # (len(alphabet), embedding_dim)
         products = embedded @ weight.permute(1, 2, 0).reshape(weight.shape[1], -1)  # (len(alphabet), widest * channels)
         table = products.view(len(alphabet), widest, -1).transpose(0, 1).reshape(widest * len(alphabet), -1)
-        bias = torch.cat([conv.bias for conv in self.convs])
+        return table, torch.cat([conv.bias for conv in self.convs]), len(alphabet)
+
+    def _lookup(self, words: torch.LongTensor, window_table: tuple[torch.Tensor, torch.Tensor, int]) -> torch.Tensor:
+        """`encode` with its table made (`_window_table`): `forward` makes it once for its groups of words."""
+        table, bias, letters = window_table
+        widest, narrowest = max(self.kernel_sizes), min(self.kernel_sizes)
         lengths = (words != 0).sum(-1)
         # Zeros on the right for the last windows of the narrower kernels inside the widest kernel's window.
         windows = nn.functional.pad(words, (0, widest - narrowest)).unfold(1, widest, 1)  # (words, starts, widest)
         count, starts = windows.shape[:2]
-        rows = windows + torch.arange(widest, device=words.device) * len(alphabet)
+        rows = windows + torch.arange(widest, device=words.device) * letters
         summed = nn.functional.embedding_bag(rows.reshape(count * starts, widest), table, mode="sum")
         features = torch.relu(summed + bias.to(summed.dtype)).view(count, starts, -1)  # (words, starts, channels)
         # A window is read when it starts inside the word (a word shorter than a kernel: its first window only).
@@ -169,9 +179,9 @@ class PiiNerCharCNN(nn.Module):
 
     def _trimmed(self, words: torch.LongTensor, lengths: torch.LongTensor) -> torch.LongTensor:
         """The rows cut to their longest word, but never below the widest kernel: the columns after are padding."""
-        widest = max(self.kernel_sizes)
-        width = max(int(lengths.max()) if lengths.numel() else 0, widest)
-        return nn.functional.pad(words[:, :width], (0, width - words[:, :width].shape[1]))
+        width = max(int(lengths.max()) if lengths.numel() else 0, max(self.kernel_sizes))
+        trimmed = words[:, :width]
+        return nn.functional.pad(trimmed, (0, width - trimmed.shape[1]))
 
 
 def distinct_rows(rows: torch.LongTensor) -> tuple[torch.LongTensor, torch.LongTensor]:
