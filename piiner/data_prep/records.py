@@ -183,8 +183,19 @@ def resolve_overlaps(spans, audit, source):
 
 
 # A title written just before a name belongs to the PERSON span ("Dr. Alan Turing"), as GUM and the synthetic
-# data write it; presidio-research tags it apart (TITLE, not PII here).
-_TITLE_BEFORE = re.compile(rf"(?:\b(?:{'|'.join(_TITLES)})\.?|\b(?:Miss|Sir|Dame|Lord|Lady)) $")
+# data write it; presidio-research tags it apart (TITLE, not PII here). Upper-case text writes "DR RUSSO", and
+# notes and chat "dr. lindquist": each joins too, or one corpus follows two conventions. In lower case only the
+# titles that are no other word ("miss Anna" is a verb, "fr" is "for real").
+_WORD_TITLES = ("Miss", "Sir", "Dame", "Lord", "Lady")
+_LOWER_CASE_TITLES = ("dr", "mr", "mrs", "ms", "mx", "prof")
+
+
+def _either_case(words):
+    return "|".join(sorted({form for w in words for form in (w, w.upper())}, key=len, reverse=True))
+
+
+_TITLE_BEFORE = re.compile(rf"(?:\b(?:{_either_case(_TITLES)}|{'|'.join(_LOWER_CASE_TITLES)})\.?"
+                           rf"|\b(?:{_either_case(_WORD_TITLES)})) $")
 
 
 def join_titles(text, spans, audit, source):
