@@ -451,6 +451,37 @@ def test_adapting_on_a_folder_of_jsonl_mixes_in_replayed_records_of_the_original
     assert Redactor.from_pretrained(out)("mail jo@ex.com").redacted_text.endswith(" [EMAIL]")  # a tiny model
 
 
+def test_an_adapted_model_drops_the_capital_rule_for_a_type_the_users_labels_write_in_lower_case(
+        run_inputs, tmp_path, capsys):
+    # Nursing notes write "dr. lindquist" in mixed-case text: the decode's capital rule would reject those names
+    # however well the model learns them. Places keep the rule where the labels capitalise them.
+    backbone, data = run_inputs
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    names = ["dr. lindquist", "Dr. Vasquez", "Mary Souza", "Tom Reed", "Ann Cole", "Joe Park", "Sam Hill", "Eve Lin",
+             "Ida Ross", "Max Wu", "Lu Chen", "Al Gore"]
+
+    def note(i, name):
+        text = f"Seen by {name} today. Transferred to Boston."
+        return {"id": f"n{i}", "text": text, "labelled_types": ["PERSON", "LOCATION"],
+                "spans": [{"start": 8, "end": 8 + len(name), "label": "PERSON"},
+                          {"start": text.index("Boston"), "end": text.index("Boston") + 6, "label": "LOCATION"}]}
+
+    for split, notes in (("train", [note(i, n) for i, n in enumerate(names)]), ("validation", [note(20, "Bo Li")])):
+        with open(mine / f"{split}.jsonl", "w") as f:
+            f.writelines(json.dumps(n) + "\n" for n in notes)
+    base = save_tiny_snapshot(tmp_path / "base")
+    out = str(tmp_path / "run")
+    main(train_argv(backbone, str(mine), out, "--test_split", "none", "--max_steps", "1", "--eval_strategy", "no",
+                    "--save_strategy", "no", "--init_from_checkpoint", str(base)))
+    assert ("capitalised_types: PERSON taken out of the capital rule: 1 of its 12 labelled spans have no capital at "
+            "an end in mixed-case text") in capsys.readouterr().out
+    assert PiiNerForTokenClassification.from_pretrained(out).config.capitalised_types == ["LOCATION", "ORGANIZATION"]
+    # the model it started from is left as it was
+    assert PiiNerForTokenClassification.from_pretrained(base).config.capitalised_types == [
+        "PERSON", "LOCATION", "ORGANIZATION"]
+
+
 def test_the_f1_reported_during_training_is_what_the_pipeline_scores_on_the_same_texts(run_inputs, tmp_path):
     # One path from windows to entities: recognizers, type checks and decoding again apply during training's
     # evaluation as in the pipeline. A barely trained model breaks checks everywhere, so both paths are exercised.
