@@ -171,7 +171,12 @@ def build_model(model_args):
         marker = model_args.line_break_marker
         model = PiiNerForTokenClassification.from_backbone(
             source, line_break_marker=None if marker.lower() in ("", "none") else marker, **overrides)
-    tokenizer = AutoTokenizer.from_pretrained(resolve_backbone(model_args.tokenizer_name_or_path or source))
+    tokenizer_source = resolve_backbone(model_args.tokenizer_name_or_path or source)
+    # Given the model's config, AutoTokenizer does not read a saved piiner config of its own, whose custom code it
+    # would ask (at a terminal: waiting for an answer) to be trusted.
+    tokenizer = AutoTokenizer.from_pretrained(
+        tokenizer_source,
+        **({"config": model.config} if model_args.init_from_checkpoint and tokenizer_source == source else {}))
     if not tokenizer.is_fast:
         raise SystemExit(f"the tokenizer of {source} is not a fast tokenizer: piiner needs token offsets")
     return tokenizer, model
