@@ -45,7 +45,7 @@ def test_label_studio_export_becomes_records_with_the_types_the_labellers_were_a
     assert len(records) == 1 and report["rejected"] == 1
     assert report["rejected_rows"][0] == {"where": f"{path}:task 2", "reason": "no annotation that was not cancelled"}
     # the types the map names are the labelled ones; "Drug" (O) and "Other" (drop) are not
-    assert spans_of(records[0]) == [("SMITH", "PERSON"), ("7/22", "DATE"), ("555-201-3344", "PHONE")]
+    assert spans_of(records[0]) == [("DR. SMITH", "PERSON"), ("7/22", "DATE"), ("555-201-3344", "PHONE")]
     assert records[0]["labelled_types"] == ["DATE", "PERSON", "PHONE"] and records[0]["group"] == "patient=p1"
 
 
@@ -73,16 +73,16 @@ def test_doccano_brat_conll_and_jsonl_read_the_same_note(tmp_path):
                           "--out", str(out)]) == 0
         rows, report = read_out(out)
         found[fmt] = (sorted(spans_of(r) for split in rows.values() for r in split), report)
-    assert found["doccano"][0] == [[("555-201-3344", "PHONE")], [("SMITH", "PERSON"), ("7/22", "DATE")]]
+    assert found["doccano"][0] == [[("555-201-3344", "PHONE")], [("DR. SMITH", "PERSON"), ("7/22", "DATE")]]
     assert found["doccano"][1]["rejected_rows"] == [{"where": f"{doccano}:3", "reason": "not JSON (Expecting "
                                                                                          "property name enclosed in "
                                                                                          "double quotes)"}]
-    assert found["brat"][0] == [[("SMITH", "PERSON"), ("7/22", "DATE")]]
+    assert found["brat"][0] == [[("DR. SMITH", "PERSON"), ("7/22", "DATE")]]
     assert found["brat"][1]["rejected_rows"][0]["reason"] == "a discontinuous span: piiner spans are one stretch"
     assert found["conll"][0] == [[("SMITH JONES", "PERSON")]]
     assert found["conll"][1]["rejected_rows"][0]["reason"].startswith("no tag for token 'X'")
     # the second JSONL record claims "SMITH" at 15:21, which holds "SMITH ": its value, found once, places it
-    assert found["jsonl"][0] == [[("SMITH", "PERSON")], [("SMITH", "PERSON")]]
+    assert found["jsonl"][0] == [[("DR. SMITH", "PERSON")], [("DR. SMITH", "PERSON")]]
 
 
 def test_unmapped_labels_stop_the_import_with_their_list_or_are_dropped_when_asked(tmp_path, capsys):

@@ -34,7 +34,7 @@ value, which kept unlabelled would be taught as not PII:
 4. Overlap: spans are visited by start; a span overlapping an already kept one loses if it is shorter, or, at
    equal length, if its type is less sensitive (higher tier number); identical spans count as "duplicate_span".
    The longer span usually carries the whole entity ("John Smith" over "Smith").
-5. Titles: a title right before a PERSON span ("Dr. ", "Mrs. ") joins the span.
+5. Titles: a title right before a PERSON span ("Dr. ", "Mrs. ", "DR ", "dr. ") joins the span.
 6. Merge: PERSON spans separated only by spaces (or nothing) become one PERSON span: first+last name parts.
    Address parts become one STREET_ADDRESS: a chain of STREET_ADDRESS and LOCATION spans joined by gaps of at
    most four characters of spaces, commas, tabs or line breaks is one postal address when the chain has
