@@ -535,6 +535,20 @@ def test_an_ip_address_written_with_its_port_keeps_the_address(written, expected
     assert found == ([(expected, "IP_ADDRESS")] if expected else [])
 
 
+@pytest.mark.parametrize("written, expected", [
+    ("16.0 8/22", [("8/22", "DATE")]),  # a lab value run on into the date: the date stays, the value lies outside
+    ("40/500/10", []),  # no date in it: the type ranked next (here none)
+    ("8/22", [("8/22", "DATE")]),
+])
+def test_a_date_in_numbers_must_be_one_a_calendar_has(written, expected):
+    labels = {0: "O", 1: "B-DATE", 2: "I-DATE"}
+    text = f"WBC {written} ok"
+    offsets = [m.span() for m in re.finditer(r"\d+|[^\d\s]+", text)]  # "WBC", "16", ".", "0", "8", "/", "22", "ok"
+    inside = len(offsets) - 2
+    tags, runner_up = [0, 1] + [2] * (inside - 1) + [0], [1] * (inside + 2)  # a new date ranked next on each token
+    assert _checked_tokens(text, offsets, tags, runner_up, labels=labels) == expected
+
+
 def test_a_texts_windows_fold_its_full_width_forms_once(monkeypatch):
     """Each fold of a text that holds a full-width form copies the whole text: once per window made a long text's
     checks quadratic in its length."""

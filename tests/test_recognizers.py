@@ -14,7 +14,8 @@ from piiner.hub.configuration_piiner import PiiNerConfig
 from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
 from piiner.hub.recognizers_piiner import (
-    RecognizerError, card_issuer_valid, email_valid, evidence_from, mac_valid, phone_valid, ssn_valid)
+    RecognizerError, card_issuer_valid, date_numbers_valid, email_valid, evidence_from, mac_valid, phone_valid,
+    ssn_valid)
 
 
 def tiny_pipeline(seed=0, **config):
@@ -50,6 +51,19 @@ def test_card_numbers_pass_luhn_and_belong_to_a_network(value, ok):
                                        ("1-800-FLOWERS", True), ("212-555-0147 ext. 22", True), ("555", False)])
 def test_phone_layouts(value, ok):
     assert phone_valid(value) is ok
+
+
+@pytest.mark.parametrize("value, ok", [
+    # dates written in numbers, in the layouts people write: month or day first, year first, short, month and year,
+    # a range, a year range; words and times around them are not read
+    ("7/22", True), ("8/2", True), ("22/7", True), ("10-15-19", True), ("2024-02-11", True), ("03.11.2021", True),
+    ("6/85", True), ("3/02", True), ("7/16-7/18", True), ("1990-91", True), ("June 3, 2021", True), ("1998", True),
+    ("1978-04-13 12:20:39", True), ("Thursday", True), ("20240211", True),
+    # numbers no calendar has: lab values, ratios and vital signs in clinical notes, a phone number
+    ("40/500/10", False), ("40/17-24", False), ("31.5/11.2", False), ("16.0 8/22", False), ("98.6", False),
+    ("7.37", False), ("555-201-3344", False), ("13/13", False), ("2024-13-01", False)])
+def test_a_date_written_in_numbers_is_one_a_calendar_has(value, ok):
+    assert date_numbers_valid(value) is ok
 
 
 def test_email_and_mac_shapes():

@@ -170,6 +170,8 @@ CHECK_TEXT = {
     "STREET_ADDRESS": "holds a digit (a number, unit, box or postcode)",
     "SSN": "nine digits the SSA could issue (area not 000, 666 or 9xx; group not 00; serial not 0000)",
     "CREDIT_CARD": "12 to 19 digits that pass Luhn",
+    "DATE": "numbers joined by / . or - are a date a calendar has (a run-on number lies outside it)",
+    "DATE_OF_BIRTH": "numbers joined by / . or - are a date a calendar has (a run-on number lies outside it)",
     "PHONE": "7 to 15 digits in a phone layout, not an SSN's or a date's; a North American number's area code and "
              "exchange start with 2-9",
 }

@@ -15,7 +15,7 @@ from .checksums import fold_width
 from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
 from .pii_schema import TYPE_RULES, split_label
-from .recognizers_piiner import VALIDATORS, ip_valid
+from .recognizers_piiner import VALIDATORS, date_numbers_valid, ip_valid
 
 
 def merge_windows(windows):
@@ -177,13 +177,24 @@ def _ip_address_part(word):
     return match.span(group) if match and ip_valid(match.group(group)) else None
 
 
+def _date_part(word):
+    """`(start, end)` of the words of `word` left when those at its ends holding no date are taken off ("8/22" of a
+    lab value run on into it, "16.0 8/22"); None when nothing is left."""
+    words = [m.span() for m in re.finditer(r"\S+", word)]
+    while words and not date_numbers_valid(word[slice(*words[0])]):
+        words.pop(0)
+    while words and not date_numbers_valid(word[slice(*words[-1])]):
+        words.pop()
+    return (words[0][0], words[-1][1]) if words and date_numbers_valid(word[words[0][0]:words[-1][1]]) else None
+
+
 def _phone_word(word):
     return any(c.isdigit() for c in word) or word.strip(".,:;()[]").lower() in {"ext", "x", "extn", "extension"}
 
 
 # The functions behind the names of `pii_schema.TYPE_RULES`, which says which type has which rule.
 CHECKS = {**VALIDATORS, "has_digit": lambda word: re.search(r"\d", word) is not None}
-PARTS = {"address_and_port": _ip_address_part}
+PARTS = {"address_and_port": _ip_address_part, "dates": _date_part}
 # A token holding a letter lies outside an entity of a type written in digits ("exp" of a card run on into "exp
 # 09/27", whose 19 digits may pass Luhn by chance; a field label "SSN" before the number; the "or" between two phone
 # numbers), unless the whitespace-delimited word it is in passes the type's letters rule: a phone number keeps an

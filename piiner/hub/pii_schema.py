@@ -32,7 +32,7 @@ CAPITALISED_TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
 #   check    a test the entity's text must pass, else the window is decoded again without that type there
 #            (a validator of `recognizers_piiner.VALIDATORS`, or "has_digit");
 #   part     where the entity fails its check, the part of it that passes stays the entity ("address_and_port":
-#            the address of "10.0.0.5:443");
+#            the address of "10.0.0.5:443"; "dates": the words holding a date, of "16.0 8/22");
 #   letters  the type is written in digits: "none" lets no word of letters in ("exp" after a card number), "extension"
 #            lets an extension marker in ("ext. 22");
 #   unbroken the entity never holds whitespace.
@@ -44,6 +44,8 @@ TYPE_RULES = {
     "IP_ADDRESS": {"check": "ip", "part": "address_and_port", "unbroken": True},
     "STREET_ADDRESS": {"check": "has_digit"},
     "URL": {"check": "url", "unbroken": True},
+    "DATE": {"check": "date_numbers", "part": "dates"},
+    "DATE_OF_BIRTH": {"check": "date_numbers", "part": "dates"},
     "USERNAME": {"unbroken": True},
     "CRYPTO_WALLET": {"unbroken": True},
 }

@@ -122,6 +122,46 @@ def phone_valid(value):
     return True
 
 
+# Numbers joined by "/", "." or "-": a date written in numbers, or a range of them ("7/16-7/18").
+_NUMBER_GROUP = re.compile(r"\d+(?:[./-]\d+)+")
+
+
+def _calendar_date(group):
+    """Whether `group`, numbers joined by one separator, is a date some layout writes: month and day either way
+    round, a month and its year ("6/85", not with "."), a year range ("1990-91"), a year first ("2024-02-11"), a year
+    last ("10-15-19")."""
+    separators = set(re.findall(r"[./-]", group))
+    parts = re.split(r"[./-]", group)
+    if len(separators) != 1 or len(parts) > 3 or any(len(p) > 4 for p in parts):
+        return False
+    n = [int(p) for p in parts]
+
+    def day_month(a, b):
+        return (1 <= a <= 12 and 1 <= b <= 31) or (1 <= a <= 31 and 1 <= b <= 12)
+
+    year_length = (2, 4)
+    if len(parts) == 2:
+        month_year = "." not in separators and 1 <= n[0] <= 12 and len(parts[1]) in year_length
+        year_first = len(parts[0]) == 4 and (1 <= n[1] <= 12 or (len(parts[1]) in year_length and "." not in separators))
+        return day_month(*n) or month_year or year_first
+    if len(parts[0]) == 4:
+        return 1 <= n[1] <= 12 and 1 <= n[2] <= 31
+    return len(parts[2]) in year_length and day_month(n[0], n[1])
+
+
+def date_numbers_valid(value):
+    """Every stretch of numbers joined by "/", "." or "-" in `value` is a date a calendar has, or a range of them
+    joined by "-" (each end a date or a day: "7/16-7/18", "8/9-10"); words, times and lone numbers are not read.
+    "40/500/10" and "98.6" are no dates, nor a phone number's "555-201-3344"."""
+    for group in _NUMBER_GROUP.findall(value):
+        if _calendar_date(group):
+            continue
+        ends = group.split("-")
+        if len(ends) != 2 or not all(_calendar_date(end) or (end.isdigit() and 1 <= int(end) <= 31) for end in ends):
+            return False
+    return True
+
+
 def url_valid(value):
     """A scheme and a host with a dot (or localhost), or a host starting www."""
     match = re.match(r"(?i)(?:[a-z][a-z0-9+.-]*://)?([^/?#:\s@]+)", value)
@@ -140,6 +180,7 @@ VALIDATORS = {
     "mac": mac_valid,
     "phone": phone_valid,
     "url": url_valid,
+    "date_numbers": date_numbers_valid,
 }
 
 
