@@ -245,11 +245,14 @@ def main(argv=None, extra_callbacks=()):
     # The main process tokenizes and writes the cache; the other ranks then read it instead of redoing the work.
     with training_args.main_process_first(desc="tokenize"):
         window = dict(max_length=data_args.max_length, stride=data_args.stride)
+        # Scored as the pipeline reads a text (its default windows, up to 512 tokens), so the F1 printed here is what
+        # piiner-evaluate reports for the same weights; long notes read in training's short windows score otherwise.
+        scoring = dict(max_length=None, stride=None)
         try:
             train_features = build_features(train_texts, tokenizer, config, desc="tokenize train", **window)
-            eval_features = build_features(eval_records, tokenizer, config, desc="tokenize validation", **window)
+            eval_features = build_features(eval_records, tokenizer, config, desc="tokenize validation", **scoring)
             test_features = (
-                build_features(test_records, tokenizer, config, desc="tokenize test", **window) if test_records
+                build_features(test_records, tokenizer, config, desc="tokenize test", **scoring) if test_records
                 else None
             )
         except WindowCoverageError as err:
@@ -306,7 +309,7 @@ def main(argv=None, extra_callbacks=()):
     )
     # An adapted model is judged by what changed: the user's test split and the replayed corpus's, before and after.
     comparisons = adaptation_sets(data_args, test_records, test_features, replay_test(replay, data_args, label_types),
-                                  tokenizer, config, window) if model_args.init_from_checkpoint else []
+                                  tokenizer, config, scoring) if model_args.init_from_checkpoint else []
     before = [score_on(trainer, *c[1:]) for c in comparisons]
     for kind, (broken, total) in unruled.items():
         logger.info("capitalised_types: %s taken out of the capital rule: %d of its %d labelled spans have no capital "
