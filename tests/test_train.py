@@ -492,6 +492,19 @@ def test_the_f1_reported_during_training_is_what_the_pipeline_scores_on_the_same
     from piiner.hub.pipeline_piiner import PiiNerTokenClassificationPipeline
 
     backbone, data = run_inputs
+    # Validation texts of several paragraphs, as notes and documents are: the pipeline reads each paragraph apart.
+    corpus = datasets.load_from_disk(data)
+    joined = []
+    validation = corpus["validation"]
+    for first, second in zip(validation.select(range(0, len(validation) - 1, 2)),
+                             validation.select(range(1, len(validation), 2))):
+        shift = len(first["text"]) + 2
+        joined.append({**first, "text": first["text"] + "\n\n" + second["text"],
+                       "spans": list(first["spans"]) + [{**sp, "start": sp["start"] + shift, "end": sp["end"] + shift}
+                                                        for sp in second["spans"]]})
+    corpus["validation"] = datasets.Dataset.from_list(joined, features=corpus["validation"].features)
+    data = str(tmp_path / "paragraphs")
+    corpus.save_to_disk(data)
     out = str(tmp_path / "run")
     main(train_argv(backbone, data, out, "--test_split", "none", "--max_steps", "1", "--save_strategy", "no",
                     "--max_eval_samples", "100"))

@@ -136,10 +136,11 @@ class RecordCheck:
         return f"{self.name}: {sum(map(len, self.rejected.values()))} of {total} records rejected: {reasons}"
 
 
-def _encode_batch(batch, indices, tokenizer, config, max_length, stride):
-    # Each record windowed whole, blank lines and all (`encode_texts`: paragraphs apart cost out of source).
+def _encode_batch(batch, indices, tokenizer, config, max_length, stride, split_paragraphs):
+    # Training windows each record whole, blank lines and all (paragraphs apart cost out of source); a scored set is
+    # windowed as the pipeline windows a text, paragraph by paragraph.
     encoding = encode_texts(tokenizer, batch["text"], config, max_length=max_length, stride=stride, return_tensors=None,
-                            split_paragraphs=False)
+                            split_paragraphs=split_paragraphs)
     samples = encoding["overflow_to_sample_mapping"]
     features = {name: encoding[name] for name in ("input_ids", "attention_mask", "token_type_ids") if name in encoding}
     features["char_ids"] = encoding["char_ids"]
@@ -194,7 +195,7 @@ def _tokenizer_digest(tokenizer):
     return hashlib.sha256(json.dumps(state).encode()).hexdigest(), tokenizers.__version__
 
 
-def build_features(records, tokenizer, config, max_length, stride, desc="tokenize"):
+def build_features(records, tokenizer, config, max_length, stride, desc="tokenize", split_paragraphs=False):
     """Tokenize one split of unified records into windows with labels and char ids.
 
     Args:
@@ -202,7 +203,8 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
             unjudged_spans (any others are dropped).
         tokenizer: a fast tokenizer (offsets are required).
         config: the model config (label2id, char vocabulary, max_word_chars).
-        max_length, stride: window size and overlap in tokens.
+        max_length, stride: window size and overlap in tokens (None: the pipeline's defaults).
+        split_paragraphs: window each paragraph apart, as the pipeline does (for the sets a run scores).
 
     Returns:
         `datasets.Dataset` with one row per window: the model inputs (`labels`, `unannotated_labels`,
@@ -221,6 +223,7 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
             config.max_word_chars,
             max_length,
             stride,
+            split_paragraphs,
             _code_digest(),
         )
     )
@@ -237,7 +240,8 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
         batched=True,
         with_indices=True,
         remove_columns=records.column_names,
-        fn_kwargs=dict(tokenizer=tokenizer, config=config, max_length=max_length, stride=stride),
+        fn_kwargs=dict(tokenizer=tokenizer, config=config, max_length=max_length, stride=stride,
+                       split_paragraphs=split_paragraphs),
         features=datasets.Features(columns),
         new_fingerprint=fingerprint,
         desc=desc,
