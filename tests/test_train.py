@@ -485,6 +485,19 @@ def test_an_adapted_model_drops_the_capital_rule_for_a_type_the_users_labels_wri
         "PERSON", "LOCATION", "ORGANIZATION"]
 
 
+def test_the_sets_a_run_scores_are_windowed_as_the_pipeline_reads_a_text():
+    # Notes of several paragraphs, longer than a training window: the pipeline reads each paragraph apart in its own
+    # windows, and a score printed from other windows is not what piiner-evaluate reports.
+    from piiner.hub.encoding_piiner import encode_texts
+
+    tokenizer, config = build_tiny_tokenizer(), PiiNerForTokenClassification.config_class(encoder_config=tiny_bert_config())
+    text = "\n\n".join(" ".join(f"w{i % 10} john" for i in range(k)) for k in (3, 40, 7))
+    records = datasets.Dataset.from_list([{"id": "n1", "text": text, "spans": []}])
+    scored = build_features(records, tokenizer, config, desc="scored", **train_module.SCORED_AS_THE_PIPELINE_READS)
+    read = encode_texts(tokenizer, [text], config, return_tensors=None)
+    assert [list(ids) for ids in scored["input_ids"]] == [list(ids) for ids in read["input_ids"]]
+
+
 def test_the_f1_reported_during_training_is_what_the_pipeline_scores_on_the_same_texts(run_inputs, tmp_path):
     # One path from windows to entities: recognizers, type checks and decoding again apply during training's
     # evaluation as in the pipeline. A barely trained model breaks checks everywhere, so both paths are exercised.

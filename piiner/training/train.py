@@ -90,6 +90,12 @@ def with_replay(train_records, replay_corpus, data_args, label_types, seed):
     return datasets.Dataset.from_list(rows)
 
 
+# The sets a run scores (validation, test, the adaptation sets) are windowed as the pipeline reads a text, paragraph
+# by paragraph in its default windows of up to 512 tokens, so the F1 printed is what piiner-evaluate reports for the
+# same weights; training itself windows each record whole in max_length tokens.
+SCORED_AS_THE_PIPELINE_READS = dict(max_length=None, stride=None, split_paragraphs=True)
+
+
 # A capital rule the user's labels break this often (a share of a type's spans, and at least this many spans)
 # costs more recall than the precision it buys: clinical notes write "dr. lindquist" and "mary souza".
 CAPITAL_RULE_BROKEN_SHARE = 0.05
@@ -245,9 +251,7 @@ def main(argv=None, extra_callbacks=()):
     # The main process tokenizes and writes the cache; the other ranks then read it instead of redoing the work.
     with training_args.main_process_first(desc="tokenize"):
         window = dict(max_length=data_args.max_length, stride=data_args.stride)
-        # Scored as the pipeline reads a text (paragraph by paragraph, in its default windows of up to 512 tokens), so
-        # the F1 printed here is what piiner-evaluate reports for the same weights.
-        scoring = dict(max_length=None, stride=None, split_paragraphs=True)
+        scoring = SCORED_AS_THE_PIPELINE_READS
         try:
             train_features = build_features(train_texts, tokenizer, config, desc="tokenize train", **window)
             eval_features = build_features(eval_records, tokenizer, config, desc="tokenize validation", **scoring)
