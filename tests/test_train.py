@@ -498,6 +498,20 @@ def test_the_sets_a_run_scores_are_windowed_as_the_pipeline_reads_a_text():
     assert [list(ids) for ids in scored["input_ids"]] == [list(ids) for ids in read["input_ids"]]
 
 
+def test_scored_windows_are_not_taken_from_the_cache_of_a_model_with_more_positions(tmp_path):
+    # Two models sharing a tokenizer score the same records on disk (whose features datasets caches by key): the
+    # pipeline's default window depends on each encoder's positions, so each gets windows it can read.
+    text = " ".join(f"w{i % 10} john" for i in range(60))
+    datasets.Dataset.from_list([{"id": "n1", "text": text, "spans": []}]).save_to_disk(str(tmp_path / "records"))
+    records = datasets.load_from_disk(str(tmp_path / "records"))
+    tokenizer = build_tiny_tokenizer()
+    for positions in (64, 16):
+        config = PiiNerForTokenClassification.config_class(
+            encoder_config=tiny_bert_config(max_position_embeddings=positions))
+        scored = build_features(records, tokenizer, config, desc="scored", **train_module.SCORED_AS_THE_PIPELINE_READS)
+        assert max(len(ids) for ids in scored["input_ids"]) == positions
+
+
 def test_the_f1_reported_during_training_is_what_the_pipeline_scores_on_the_same_texts(run_inputs, tmp_path):
     # One path from windows to entities: recognizers, type checks and decoding again apply during training's
     # evaluation as in the pipeline. A barely trained model breaks checks everywhere, so both paths are exercised.

@@ -21,7 +21,7 @@ from datasets.fingerprint import Hasher
 from piiner.hub import encoding_piiner
 from piiner.data_prep.records import ANNOTATION_FIELDS, annotation_problem, span_problem
 from piiner.hub.pii_schema import TIER_OF, label_ids_of_types, split_label
-from piiner.hub.encoding_piiner import encode_texts
+from piiner.hub.encoding_piiner import default_max_length, encode_texts
 
 IGNORE_INDEX = -100
 
@@ -214,6 +214,8 @@ def build_features(records, tokenizer, config, max_length, stride, desc="tokeniz
     for column in ("id", "text", "spans"):
         if column not in records.column_names:
             raise ValueError(f"the records have no {column!r} column (columns: {records.column_names})")
+    # The pipeline's default, resolved here: it depends on the encoder's positions, which the cache key does not hold.
+    max_length = default_max_length(tokenizer, config) if max_length is None else max_length
     fingerprint = Hasher.hash(
         (
             getattr(records, "_fingerprint", None),
