@@ -1,13 +1,16 @@
 """The adaptation learning curve: `configs/adapt.yaml` on N of a user's labelled training documents, for each N,
-scored on the user's held-out test split (strict, on the types given), beside the model it started from. Prints a
-table and writes a plot.
+scored on the user's held-out test split (strict, on the types given), beside the model it started from and Presidio
+in the same run; and what each model kept of its original corpus, per source of its test split. Prints two tables
+and writes a plot.
 
     piiner-data import notes.jsonl --format jsonl --label-map MAP --group-by patient --out DATA
-    .venv/bin/python experiments/adaptation_curve.py --data DATA --sizes 25,50,100,200,400 --seeds 42 \\
-        --types PERSON,DATE,LOCATION,PHONE --out runs/curve
+    .venv/bin/python experiments/adaptation_curve.py --data DATA --sizes 25,50,100,200,400 --seeds 42,7 \\
+        --types PERSON,DATE,LOCATION,PHONE --kept data/quickstart --out runs/curve
 
 Each run is `piiner-train --config configs/adapt.yaml --dataset DATA --max_train_samples N --seed S`, then
-`piiner-evaluate --model RUN --data DATA/test.jsonl --types TYPES`; a run whose report exists is not run again.
+`piiner-evaluate --model RUN --data DATA/test.jsonl --types TYPES` and, with --kept, `piiner-evaluate --model RUN
+--data KEPT --save-predictions P` once over the chosen sources, each source rescored from P; a run whose report
+exists is not run again.
 """
 
 import argparse
@@ -15,6 +18,8 @@ import json
 import os
 import subprocess
 import sys
+
+from piiner.evaluation.data import SCORED_TYPES
 
 BIN = os.path.dirname(sys.executable)
 
@@ -24,10 +29,37 @@ def run(command, log):
         subprocess.run(command, check=True, stdout=f, stderr=subprocess.STDOUT)
 
 
-def scores(report_path):
+def scores(report_path, system=None):
     with open(report_path) as f:
-        overall = json.load(f)["overall"]
+        report = json.load(f)
+    overall = (report["compare"][system] if system else report)["overall"]
     return overall["precision"], overall["recall"], overall["f1"]
+
+
+def kept_scores(model, name, kept, sources, out):
+    """Strict F1 per source of the original corpus's test rows, a corpus on the types its annotators labelled (as the
+    out-of-source table scores it): one pipeline run, each source rescored from it."""
+    import datasets
+
+    subset = os.path.join(out, "kept.jsonl")
+    if not os.path.exists(subset):
+        rows = datasets.load_from_disk(kept)["test"].filter(lambda r: r["source"] in sources)
+        rows.to_json(subset + ".part", lines=True)
+        os.replace(subset + ".part", subset)
+    predictions = os.path.join(out, f"{name}.kept.jsonl")
+    if not os.path.exists(predictions):
+        run([os.path.join(BIN, "piiner-evaluate"), "--model", model, "--data", subset, "--resamples", "100",
+             "--save-predictions", predictions + ".part"], predictions + ".log")
+        os.replace(predictions + ".part", predictions)
+    f1s = {}
+    for source in sources:
+        report = os.path.join(out, f"{name}.kept.{source}.json")
+        if not os.path.exists(report):
+            types = ["--types", ",".join(SCORED_TYPES[source])] if source in SCORED_TYPES else []
+            run([os.path.join(BIN, "piiner-evaluate"), "--predictions", predictions, "--data", subset, "--source",
+                 source, "--resamples", "100", "--out", report] + types, report + ".log")
+        f1s[source] = scores(report)[2]
+    return f1s
 
 
 def main(argv=None):
@@ -38,6 +70,10 @@ def main(argv=None):
     p.add_argument("--types", required=True, help="comma-separated types scored on the test split")
     p.add_argument("--base", default="runs/quickstart", help="the model adaptation starts from")
     p.add_argument("--config", default="configs/adapt.yaml")
+    p.add_argument("--compare", default="presidio", help="baselines scored on the test split in the base run")
+    p.add_argument("--kept", help="the base model's dataset folder (data/quickstart): score each model on its test "
+                   "split, per source, to see what adapting forgot")
+    p.add_argument("--kept-sources", default="btc,gum,sec_filings,uner_ewt,wikigold,formats,synthetic")
     p.add_argument("--out", required=True, help="folder for the runs, their reports and the plot")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -45,8 +81,12 @@ def main(argv=None):
     evaluate = [os.path.join(BIN, "piiner-evaluate"), "--data", test, "--types", args.types]
     base_report = os.path.join(args.out, "base.json")
     if not os.path.exists(base_report):
-        run(evaluate + ["--model", args.base, "--out", base_report], base_report + ".log")
+        run(evaluate + ["--model", args.base, "--out", base_report] + (["--compare", args.compare] if args.compare
+                                                                        else []), base_report + ".log")
     rows = [("0 (the base model)", "-", *scores(base_report))]
+    baselines = [(name, *scores(base_report, name)) for name in args.compare.split(",") if args.compare]
+    sources = args.kept_sources.split(",")
+    kept = {"0": kept_scores(args.base, "base", args.kept, sources, args.out)} if args.kept else {}
     for size in (int(s) for s in args.sizes.split(",")):
         for seed in (int(s) for s in args.seeds.split(",")):
             folder = os.path.join(args.out, f"n{size}_s{seed}")
@@ -57,11 +97,21 @@ def main(argv=None):
                      "--seed", str(seed), "--overwrite_output_dir", "true"], folder + ".log")
                 run(evaluate + ["--model", folder, "--out", report], report + ".log")
             rows.append((str(size), str(seed), *scores(report)))
+            if args.kept:
+                kept[f"{size}_s{seed}"] = kept_scores(folder, f"n{size}_s{seed}", args.kept, sources, args.out)
     print(f"strict scores on {test} ({args.types}):")
     print("| labelled documents | seed | precision | recall | F1 |")
     print("|---|---|---|---|---|")
     for size, seed, precision, recall, f1 in rows:
         print(f"| {size} | {seed} | {precision:.3f} | {recall:.3f} | {f1:.3f} |")
+    for name, precision, recall, f1 in baselines:
+        print(f"| {name}, same run | - | {precision:.3f} | {recall:.3f} | {f1:.3f} |")
+    if kept:
+        print(f"\nstrict F1 on the test split of {args.kept}, per source (what adapting kept):")
+        print("| model | " + " | ".join(sources) + " |")
+        print("|---|" + "---|" * len(sources))
+        for name, f1s in kept.items():
+            print(f"| {name} | " + " | ".join(f"{f1s[s]:.3f}" for s in sources) + " |")
     plot(rows, os.path.join(args.out, "adaptation_curve.png"))
     return 0
 
