@@ -139,3 +139,40 @@ def test_a_row_without_an_id_is_named_after_its_line_in_the_file(tmp_path, fmt):
                       "--name", "notes"]) == 0
     rows, _ = read_out(out)
     assert [r["id"] for split in rows.values() for r in split] == ["notes-3"]
+
+
+def test_a_tool_that_labels_word_by_word_gives_whole_entities_when_asked(tmp_path, capsys):
+    # PhysioNet-style gold: "Holy" and "Cross" two places, "July" and "29th" two dates. Joined, they are the one
+    # entity every other corpus writes (and a model predicts); a line break or punctuation still parts two.
+    text = "TO HOLY CROSS ON July 29th.\nSEEN 10/29. 10/30 AT Kessler-Adventist\nBoston"
+    words = ["HOLY", "CROSS", "July", "29th", "10/29", "10/30", "Kessler", "Adventist", "Boston"]
+    labels = ["Location", "Location", "Date", "Date", "Date", "Date", "Location", "Location", "Location"]
+    starts, at = [], 0
+    for word in words:
+        at = text.index(word, at)
+        starts.append(at)
+        at += len(word)
+    path = tmp_path / "notes.jsonl"
+    path.write_text(json.dumps({"text": text, "spans": [{"start": s, "end": s + len(w), "label": lab}
+                                                        for s, w, lab in zip(starts, words, labels)]}) + "\n")
+    mapping = write_map(tmp_path, {"Location": "LOCATION", "Date": "DATE"})
+
+    def imported(*extra):
+        out = tmp_path / f"out{len(extra)}"
+        assert data_main(["import", str(path), "--format", "jsonl", "--label-map", mapping, "--out", str(out),
+                          "--test-fraction", "0", "--validation-fraction", "0", *extra]) == 0
+        rows, report = read_out(out)
+        return spans_of(rows["train"][0]), report
+
+    apart, report = imported()
+    assert len(apart) == 9 and report["word_parts_apart"] == {"LOCATION": 2, "DATE": 1}
+    assert "--join-words joins them" in capsys.readouterr().err
+    joined, report = imported("--join-words")
+    assert joined == [("HOLY CROSS", "LOCATION"), ("July 29th", "DATE"), ("10/29", "DATE"), ("10/30", "DATE"),
+                      ("Kessler-Adventist", "LOCATION"), ("Boston", "LOCATION")]
+    assert report["word_parts_joined"] == {"LOCATION": 2, "DATE": 1}
+    only_places, _ = imported("--join-words", "LOCATION")
+    assert ("July", "DATE") in only_places and ("HOLY CROSS", "LOCATION") in only_places
+    assert data_main(["import", str(path), "--format", "jsonl", "--label-map", mapping, "--out", str(tmp_path / "x"),
+                      "--join-words", "PLACE"]) == 2
+    assert "--join-words: PLACE is not a piiner type" in capsys.readouterr().err

@@ -4,6 +4,8 @@
 import argparse
 import sys
 
+from piiner.hub.pii_schema import PII_TYPES
+
 from ..options import name_value_pairs
 from .importers import FORMATS
 from .build import DEFAULT_SOURCES, DEFAULT_SYNTHETIC_PER_TYPE, GENERATED, build
@@ -38,6 +40,10 @@ def parser():
     i.add_argument("--name", default="mine", help="the source name written into each record (default: mine)")
     i.add_argument("--validation-fraction", type=float, default=0.1)
     i.add_argument("--test-fraction", type=float, default=0.2)
+    i.add_argument("--join-words", nargs="?", const="all", default="", metavar="TYPES",
+                   help="your tool labelled word by word (\"Holy\" and \"Cross\" as two places): spans of one of "
+                        "these piiner types (comma-separated; none given: every type) apart by spaces or one hyphen "
+                        "become one span")
     return p
 
 
@@ -48,15 +54,25 @@ def run_import(args):
         if not 0 <= getattr(args, name) < 1:
             parser().error(f"--{name.replace('_', '-')} must be in [0, 1)")
     try:
-        report = import_documents(args.input, args.format, load_label_map(args.label_map), args.out,
+        label_map = load_label_map(args.label_map)
+        join_words = ({t for t in label_map.values() if t in PII_TYPES} if args.join_words == "all"
+                      else {t.strip() for t in args.join_words.split(",") if t.strip()})
+        report = import_documents(args.input, args.format, label_map, args.out,
                                   group_by=args.group_by, unmapped=args.unmapped, name=args.name,
-                                  validation_fraction=args.validation_fraction, test_fraction=args.test_fraction)
+                                  validation_fraction=args.validation_fraction, test_fraction=args.test_fraction,
+                                  join_words=join_words)
     except ImportError_ as error:
         print(f"piiner-data import: error: {error}", file=sys.stderr)
         return 2
     records, groups = report["records"], report["groups"]
     print("piiner-data import: " + ", ".join(f"{s} {records[s]} records ({groups[s]} groups)" for s in records)
           + f"; {report['rejected']} rows rejected; labelled types {', '.join(report['labelled_types'])}")
+    if report["word_parts_joined"]:
+        print("  joined word by word: " + ", ".join(f"{t} {n}" for t, n in report["word_parts_joined"].items()))
+    if report["word_parts_apart"]:
+        print("  spans of one type apart by only a space or hyphen, left as separate entities: "
+              + ", ".join(f"{t} {n}" for t, n in report["word_parts_apart"].items())
+              + " (if your tool labels word by word, --join-words joins them)", file=sys.stderr)
     for row in report["rejected_rows"][:10]:
         print(f"  rejected {row['where']}: {row['reason']}", file=sys.stderr)
     if report["rejected"] > 10:

@@ -32,7 +32,7 @@ from piiner.hub.pii_schema import PII_TYPES
 from piiner.options import load_data_file
 
 from .audit import Audit
-from .records import NOT_PII, clean_record
+from .records import NOT_PII, clean_record, join_word_parts, word_parts
 from .split import SPLITS, assign_splits
 
 FORMATS = ("label-studio", "doccano", "brat", "conll", "jsonl")
@@ -212,15 +212,22 @@ READERS = {"label-studio": read_label_studio, "doccano": read_doccano, "brat": r
 # -- the import ------------------------------------------------------------------------------------------------------
 
 def import_documents(source, fmt, label_map, out_dir, group_by=None, unmapped="error", name="mine",
-                     validation_fraction=0.1, test_fraction=0.2):
+                     validation_fraction=0.1, test_fraction=0.2, join_words=()):
     """Read `source`, map its labels, split by group and write ``{train,validation,test}.jsonl`` and
-    ``import_report.json`` into `out_dir`. Returns the report dict."""
+    ``import_report.json`` into `out_dir`. Returns the report dict.
+
+    `join_words`: the piiner types the tool labelled word by word; their parts apart by a word gap become one span
+    (`records.join_word_parts`). The report counts, per type, the parts left apart (``word_parts_apart``) and joined
+    (``word_parts_joined``), so an export of that kind shows itself."""
     if fmt not in READERS:
         raise ImportError_(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if unmapped not in ("error", "drop"):
         raise ImportError_(f"--unmapped must be error or drop, got {unmapped!r}")
     if not os.path.exists(source):
         raise ImportError_(f"{source}: no such file or folder")
+    unknown = sorted(set(join_words) - set(PII_TYPES))
+    if unknown:
+        raise ImportError_(f"--join-words: {', '.join(unknown)} is not a piiner type (types: {', '.join(PII_TYPES)})")
     raw, bad = [], []
     for item in READERS[fmt](source):
         (bad if isinstance(item, Bad) else raw).append(item)
@@ -250,6 +257,7 @@ def import_documents(source, fmt, label_map, out_dir, group_by=None, unmapped="e
         records.append((item, record))
     assign_splits([r for _, r in records], validation_fraction, test_fraction)
     splits = {s: [] for s in SPLITS}
+    parts = {"word_parts_joined": Counter(), "word_parts_apart": Counter()}
     for item, record in records:
         rejected_before = Counter(audit.record_rejections[name])
         cleaned = clean_record(record, audit)
@@ -257,6 +265,9 @@ def import_documents(source, fmt, label_map, out_dir, group_by=None, unmapped="e
             reason = next(iter((audit.record_rejections[name] - rejected_before).elements()), "rejected")
             bad.append(Bad(item["where"], reason))
             continue
+        for a, _ in word_parts(cleaned["text"], cleaned["spans"]):
+            parts["word_parts_joined" if a["label"] in join_words else "word_parts_apart"][a["label"]] += 1
+        cleaned["spans"] = join_word_parts(cleaned["text"], cleaned["spans"], frozenset(join_words))
         splits[cleaned["split"]].append(cleaned)
     os.makedirs(out_dir, exist_ok=True)
     for split, rows in splits.items():
@@ -268,7 +279,8 @@ def import_documents(source, fmt, label_map, out_dir, group_by=None, unmapped="e
         "groups": {s: len({r["group"] for r in rows}) for s, rows in splits.items()},
         "spans": {s: dict(Counter(sp["label"] for r in rows for sp in r["spans"])) for s, rows in splits.items()},
         "rejected": len(bad), "rejected_rows": [dataclasses.asdict(b) for b in bad],
-        "unmapped_labels_dropped": {m: labels[m] for m in missing}, "audit": audit.to_dict(),
+        "unmapped_labels_dropped": {m: labels[m] for m in missing},
+        **{key: dict(counts) for key, counts in parts.items()}, "audit": audit.to_dict(),
     }
     with open(os.path.join(out_dir, "import_report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1, ensure_ascii=False)

@@ -40,6 +40,9 @@ value, which kept unlabelled would be taught as not PII:
    most four characters of spaces, commas, tabs or line breaks is one postal address when the chain has
    at least one STREET_ADDRESS span ("12 Main St" + ", " + "Springfield" + ", " + "IL" + " " + "62704"). A city,
    state or country that is not next to a street part stays LOCATION.
+7. Word parts: only where the source says it labels word by word (`piiner-data import --join-words`), spans of one
+   type apart by spaces or one hyphen become one ("Holy" + "Cross"). Elsewhere two places side by side are two
+   entities ("Miramar California" in UNER).
 """
 
 import re
@@ -239,6 +242,30 @@ def merge_parts(text, spans):
         else:
             out.extend(chain)
         i = j + 1
+    return out
+
+
+# Tools where a labeller clicks word by word export "Holy Cross" as two places and "July 29th" as two dates. Such
+# parts, of one type and apart by spaces, nothing or one hyphen ("Kessler-Adventist"), are one entity as every other
+# corpus writes it; never across a line break or other punctuation ("10/29. 10/30" stays two dates).
+_WORD_GAP = re.compile(r" *|-")
+
+
+def word_parts(text, spans):
+    """Pairs of neighbouring spans (sorted, non-overlapping) of one type that only a word gap parts."""
+    return [(a, b) for a, b in zip(spans, spans[1:])
+            if a["label"] == b["label"] and _WORD_GAP.fullmatch(text[a["end"]:b["start"]])]
+
+
+def join_word_parts(text, spans, types):
+    """Spans of a type in `types` joined with their neighbour of the same type across a word gap (`word_parts`)."""
+    out = []
+    for span in spans:
+        previous = out[-1] if out else None
+        if previous and span["label"] in types and word_parts(text, [previous, span]):
+            out[-1] = {**previous, "end": span["end"]}
+        else:
+            out.append(dict(span))
     return out
 
 
