@@ -176,3 +176,31 @@ def test_a_tool_that_labels_word_by_word_gives_whole_entities_when_asked(tmp_pat
     assert data_main(["import", str(path), "--format", "jsonl", "--label-map", mapping, "--out", str(tmp_path / "x"),
                       "--join-words", "PLACE"]) == 2
     assert "--join-words: PLACE is not a piiner type" in capsys.readouterr().err
+
+
+def test_lists_hold_the_names_the_labels_always_mark_and_the_recognizers_option_reads_them(tmp_path, capsys):
+    from piiner.snapshot import load_evidence
+
+    def note(group, text, *labelled):
+        spans = [{"start": text.index(w), "end": text.index(w) + len(w), "label": "LOCATION"} for w in labelled]
+        return {"text": text, "spans": spans, "group": group, "labelled_types": ["LOCATION", "PERSON"]}
+
+    records = [note("p1", "TO QUARTERMAIN 2 AT 4PM", "QUARTERMAIN"), note("p2", "back from Quartermain", "Quartermain"),
+               note("p2", "called quartermain", "quartermain"), note("p3", "from Harbor Hosp", "Harbor"),
+               note("p4", "HARBOR ED", "HARBOR"), note("p4", "Harbor again", "Harbor"),
+               note("p5", "harbor seal on tv"), note("p5", "a harbor view"),  # unlabelled twice: 3 of 5
+               *(note("p6", "Zed unit", "Zed") for _ in range(4))]  # one group only
+    data = tmp_path / "notes.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "lists.yaml"
+    assert data_main(["lists", str(data), "--out", str(out)]) == 0
+    assert load_evidence(str(out)) == {"deny_list": {"LOCATION": ["quartermain"]}}
+    assert "'quartermain': LOCATION, 3 / 3, 2" in out.read_text()
+    assert data_main(["lists", str(data), "--out", str(out), "--min-precision", "0.6"]) == 0
+    assert load_evidence(str(out))["deny_list"]["LOCATION"] == ["harbor", "quartermain"]
+    with pytest.raises(SystemExit):
+        data_main(["lists", str(data), "--out", str(out), "--types", "PLACE"])
+    assert "--types: PLACE is not a piiner type" in capsys.readouterr().err
+    (tmp_path / "bad.jsonl").write_text('{"text": "x"}\n')
+    assert data_main(["lists", str(tmp_path / "bad.jsonl"), "--out", str(out)]) == 2
+    assert "bad.jsonl:1: not a record with text and spans" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """``piiner-data build --sources synthetic,presidio,wnut17 --out DIR [--from-dir SOURCE=PATH ...]``;
-``piiner-data import INPUT --format label-studio|doccano|brat|conll|jsonl --label-map MAP --out DIR``."""
+``piiner-data import INPUT --format label-studio|doccano|brat|conll|jsonl --label-map MAP --out DIR``;
+``piiner-data lists DATA --out lists.yaml`` (deny lists from your labels)."""
 
 import argparse
 import sys
@@ -44,6 +45,16 @@ def parser():
                    help="your tool labelled word by word (\"Holy\" and \"Cross\" as two places): spans of one of "
                         "these piiner types (comma-separated; none given: every type) apart by spaces or one hyphen "
                         "become one span")
+    li = sub.add_parser("lists", help="deny lists of the names your labels always mark, for --recognizers")
+    li.add_argument("data", help="a folder from piiner-data import (its --split) or a JSONL file of records")
+    li.add_argument("--split", default="train")
+    li.add_argument("--out", required=True, help="YAML file with deny_list, which --recognizers reads")
+    li.add_argument("--types", default="PERSON,LOCATION,ORGANIZATION", help="comma-separated (default: %(default)s)")
+    li.add_argument("--min-count", type=int, default=3, help="labelled at least this often (default: %(default)s)")
+    li.add_argument("--min-groups", type=int, default=2,
+                    help="in at least this many groups: patients, customers (default: %(default)s)")
+    li.add_argument("--min-precision", type=float, default=0.9,
+                    help="labelled in at least this share of the places it occurs (default: %(default)s)")
     return p
 
 
@@ -80,10 +91,39 @@ def run_import(args):
     return 0
 
 
+def run_lists(args):
+    from ..options import written_over
+    from .lists import deny_lists, read_records, write_lists
+
+    types = [t.strip() for t in args.types.split(",") if t.strip()]
+    unknown = [t for t in types if t not in PII_TYPES]
+    if unknown or not types:
+        parser().error(f"--types: {', '.join(unknown) or 'none given'} is not a piiner type")
+    if args.min_count < 1 or args.min_groups < 1 or not 0 < args.min_precision <= 1:
+        parser().error("--min-count and --min-groups must be >= 1, --min-precision in (0, 1]")
+    clash = written_over([("data", args.data)], [("--out", args.out)])
+    if clash:
+        parser().error(clash)
+    try:
+        records = read_records(args.data, args.split)
+    except ValueError as error:
+        print(f"piiner-data lists: error: {error}", file=sys.stderr)
+        return 2
+    lists, rows = deny_lists(records, types, args.min_count, args.min_groups, args.min_precision)
+    settings = (f"{len(records)} records of {args.data}; labelled >= {args.min_count} times in >= {args.min_groups} "
+                f"groups and in >= {args.min_precision:.0%} of the places each occurs")
+    write_lists(args.out, lists, rows, settings)
+    print(f"piiner-data lists: {len(rows)} strings ({', '.join(f'{t} {len(v)}' for t, v in lists.items()) or 'none'})"
+          f" -> {args.out}; {settings}. It holds strings of your documents: read it before you use or share it.")
+    return 0
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
     if args.command == "import":
         return run_import(args)
+    if args.command == "lists":
+        return run_lists(args)
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     unknown = [s for s in sources if s not in KNOWN_SOURCES]
     if unknown:
