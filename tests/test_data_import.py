@@ -201,6 +201,7 @@ def test_lists_hold_the_names_the_labels_always_mark_and_the_recognizers_option_
     with pytest.raises(SystemExit):
         data_main(["lists", str(data), "--out", str(out), "--types", "PLACE"])
     assert "--types: PLACE is not a piiner type" in capsys.readouterr().err
-    (tmp_path / "bad.jsonl").write_text('{"text": "x"}\n')
-    assert data_main(["lists", str(tmp_path / "bad.jsonl"), "--out", str(out)]) == 2
-    assert "bad.jsonl:1: not a record with text and spans" in capsys.readouterr().err
+    for bad in ('{"text": "x"}', '{"text": "x", "spans": [{"start": 0, "end": 5, "label": "LOCATION"}]}'):
+        (tmp_path / "bad.jsonl").write_text(bad + "\n")
+        assert data_main(["lists", str(tmp_path / "bad.jsonl"), "--out", str(out)]) == 2
+        assert "bad.jsonl:1: not a record with text and spans" in capsys.readouterr().err

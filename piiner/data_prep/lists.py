@@ -34,12 +34,20 @@ def read_records(path, split="train"):
                 continue
             try:
                 record = json.loads(line)
-                text, spans = record["text"], record["spans"]
-                assert isinstance(text, str) and isinstance(spans, list)
-            except (ValueError, KeyError, TypeError, AssertionError):
-                raise ValueError(f"{path}:{number}: not a record with text and spans") from None
+            except ValueError:
+                record = None
+            if not (isinstance(record, dict) and isinstance(record.get("text"), str)
+                    and isinstance(record.get("spans"), list) and all(_is_span(s, record["text"]) for s in
+                                                                      record["spans"])):
+                raise ValueError(f"{path}:{number}: not a record with text and spans of start, end and label")
             records.append(record)
     return records
+
+
+def _is_span(span, text):
+    return (isinstance(span, dict) and isinstance(span.get("label"), str)
+            and all(isinstance(span.get(k), int) and not isinstance(span.get(k), bool) for k in ("start", "end"))
+            and 0 <= span["start"] < span["end"] <= len(text))
 
 
 def _whole_word(string):
