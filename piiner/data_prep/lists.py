@@ -15,8 +15,9 @@ them and never into a model. `piiner-evaluate --recognizers lists.yaml`, `piiner
 
 import json
 import os
-import re
 from collections import Counter, defaultdict
+
+from piiner.hub.recognizers_piiner import deny_list_recognizers
 
 NAME_TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
 
@@ -50,11 +51,6 @@ def _is_span(span, text):
             and 0 <= span["start"] < span["end"] <= len(text))
 
 
-def _whole_word(string):
-    # As the pipeline's deny list matches an entry: a whole word, any case.
-    return re.compile(rf"(?<!\w){re.escape(string)}(?!\w)", re.IGNORECASE)
-
-
 def deny_lists(records, types=NAME_TYPES, min_count=3, min_groups=2, min_precision=0.9, min_length=2):
     """``({type: [string, ...]}, rows)``: each string the labels give type T at least `min_count` times, in at least
     `min_groups` groups, and in at least `min_precision` of its whole-word occurrences (any case) in the texts that
@@ -71,8 +67,9 @@ def deny_lists(records, types=NAME_TYPES, min_count=3, min_groups=2, min_precisi
         type_, count = counts.most_common(1)[0]
         if count < min_count or len(groups[string, type_]) < min_groups:
             continue
-        pattern = _whole_word(string)
-        occurrences = sum(len(pattern.findall(r["text"])) for r in records
+        # Counted as the pipeline's deny list would match the entry: a whole word, any case.
+        recognizer = deny_list_recognizers({type_: [string]})[0]
+        occurrences = sum(sum(1 for _ in recognizer.matches(r["text"])) for r in records
                           if type_ in (r.get("labelled_types") or (type_,)))
         if count >= min_precision * occurrences:
             lists[type_].append(string)

@@ -213,17 +213,23 @@ def join_titles(text, spans, audit, source):
     return out
 
 
+def _join_neighbours(text, spans, types, gap):
+    """`spans` (sorted, non-overlapping) with each span of a type in `types` joined to the one before it where that
+    has the same type and only `gap` (a compiled pattern, matched whole) stands between them."""
+    out = []
+    for span in spans:
+        previous = out[-1] if out else None
+        if (previous and span["label"] in types and previous["label"] == span["label"]
+                and gap.fullmatch(text[previous["end"]:span["start"]])):
+            out[-1] = {**previous, "end": span["end"]}
+        else:
+            out.append(dict(span))
+    return out
+
+
 def merge_parts(text, spans):
     """Merge name parts into PERSON and address parts into STREET_ADDRESS (sorted, non-overlapping input)."""
-    merged = []
-    for span in spans:
-        if merged:
-            previous = merged[-1]
-            gap = text[previous["end"]:span["start"]]
-            if previous["label"] == span["label"] == "PERSON" and _NAME_GAP.fullmatch(gap):
-                merged[-1] = {**previous, "end": span["end"]}
-                continue
-        merged.append(dict(span))
+    merged = _join_neighbours(text, spans, {"PERSON"}, _NAME_GAP)
 
     out = []
     i = 0
@@ -259,14 +265,7 @@ def word_parts(text, spans):
 
 def join_word_parts(text, spans, types):
     """Spans of a type in `types` joined with their neighbour of the same type across a word gap (`word_parts`)."""
-    out = []
-    for span in spans:
-        previous = out[-1] if out else None
-        if previous and span["label"] in types and word_parts(text, [previous, span]):
-            out[-1] = {**previous, "end": span["end"]}
-        else:
-            out.append(dict(span))
-    return out
+    return _join_neighbours(text, spans, types, _WORD_GAP)
 
 
 def clean_record(record, audit):
