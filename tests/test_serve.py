@@ -349,6 +349,35 @@ def test_a_large_request_goes_to_the_model_in_pieces_of_a_quarter_batch():
     assert len(cut) == 3 and long_paragraph.strip() in cut[1][1]
 
 
+def test_after_a_shared_batch_one_request_fills_half_a_batch():
+    """A small request that arrives while a large one runs waits for the batch in flight, and clients answered in
+    a shared batch tend to send again while the next one runs. That next batch, of the large request alone, was a
+    whole batch; it is half one, and a large request alone since the batch before fills a batch again."""
+    from piiner.serve.batching import MicroBatcher
+
+    batches = []
+
+    def detect(texts):
+        batches.append([len(text) for text in texts])
+        return [[] for _ in texts]
+
+    large = "\n\n".join(f"para {i} " + "filler " * 60 for i in range(40))  # 40 pieces of ~430 characters
+
+    async def scenario():
+        batcher = MicroBatcher(detect, max_texts=32, max_wait_ms=0, max_chars=2000)
+        await batcher.start()
+        try:
+            await asyncio.gather(batcher.submit([large]), batcher.submit(["call 555-201-3344"]))
+        finally:
+            await batcher.stop()
+
+    asyncio.run(scenario())
+    sizes = [sum(batch) for batch in batches]
+    assert 17 in batches[0]  # the small request shared the first batch
+    assert sizes[1] <= 1000 < sizes[2] <= 2000
+    assert sum(sizes) >= len(large) + 10
+
+
 def test_a_table_upload_comes_back_redacted_column_by_column_with_its_report(client):
     table = "id,ssn,notes\n7,219-09-9999,mail a@b.com\n8,078-05-1120,nothing here\n"
     response = client.post("/v1/redact-file", files={"file": ("people.csv", table, "text/csv")},

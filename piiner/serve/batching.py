@@ -6,9 +6,10 @@ where the model encodes every paragraph on its own anyway, so the pieces' entiti
 text's; and a paragraph longer than a batch into overlapping stretches of a quarter of a batch, cut at spaces,
 each keeping the entities that start in its middle part, so an entity shorter than half the overlap is found whole
 in the stretch that keeps it. A single worker builds each batch by taking one piece from each waiting request in
-turn, up to `max_texts` pieces and `max_chars` characters, after waiting `max_wait_ms` from the first for others to
-arrive; the detector runs in a worker thread, so the event loop never blocks on the model and the model sees one
-batch at a time. A small request that arrives while a 1 MB one runs waits for one batch, not for all of it. When
+turn, up to `max_texts` pieces and `max_chars` characters (one request at most half of them after a shared batch),
+after waiting `max_wait_ms` from the first for others to arrive; the detector runs in a worker thread, so the event
+loop never blocks on the model and the model sees one batch at a time. A small request that arrives while a 1 MB
+one runs waits for half a batch of it, not for all of it. When
 the detector fails on a batch, each of its pieces is tried alone, so only the request holding the piece it cannot
 take fails; the service goes on.
 """
@@ -108,6 +109,7 @@ class MicroBatcher:
         self.requests = collections.deque()  # per waiting request, a deque of its (piece, future)
         self.arrived = None
         self.worker = None
+        self.shared = False  # whether the last batch held pieces of several requests
         self.batches_run = self.texts_run = 0  # for the health endpoint: counts, so a long-lived service stays flat
 
     @property
@@ -140,20 +142,30 @@ class MicroBatcher:
         return [joined(parts, [next(found) for _ in parts]) for parts in cut]
 
     def _take(self):
-        """One piece from each waiting request in turn, within the batch's limits."""
-        batch, chars = [], 0
-        while self.requests and len(batch) < self.max_texts:
+        """One piece from each waiting request in turn, within the batch's limits. After a batch shared by several
+        requests, one request takes at most half a batch's characters (its first piece always fits): the clients
+        of the others are likely to send again while this batch runs, and then wait for half a batch, not a whole
+        one. A request alone since the batch before fills a batch."""
+        share = self.max_chars // 2 if self.shared else self.max_chars
+        batch, chars, shares, passed = [], 0, collections.Counter(), 0
+        while self.requests and len(batch) < self.max_texts and passed < len(self.requests):
             work = self.requests[0]
             piece, future = work[0]
             if batch and chars + len(piece) > self.max_chars:
                 break
-            work.popleft()
             self.requests.rotate(-1)
+            if shares[id(work)] and shares[id(work)] + len(piece) > share:
+                passed += 1  # this request has had its share of the batch
+                continue
+            passed = 0
+            work.popleft()
             if not work:
                 self.requests.remove(work)
             if not future.done():  # a cancelled request's pieces go
                 batch.append((piece, future))
                 chars += len(piece)
+                shares[id(work)] += len(piece)
+        self.shared = len(shares) > 1
         return batch
 
     async def _run(self):
