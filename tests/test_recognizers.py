@@ -150,12 +150,22 @@ def test_saved_recognizers_travel_with_the_snapshot_into_a_fresh_process(tmp_pat
     ({"type": "x id", "pattern": "x"}, "upper-case name"),
     ({"type": "X_ID", "pattern": "x", "score": 1.5}, r"score must be a number in \[0, 1\]"),
     ({"type": "X_ID", "pattern": "x", "colour": "red"}, r"unknown keys \['colour'\]"),
+    ({"type": "X_ID", "pattern": "x", "not_after": "order"}, "'not_after' must be a list of words"),
 ])
 def test_a_bad_recognizer_is_one_clear_error_before_any_text_is_read(pipe, spec, message):
     with pytest.raises(RecognizerError, match=message):
         pipe("text", recognizers=[spec])
     with pytest.raises(RecognizerError, match=message):
         PiiNerConfig(encoder_config=tiny_bert_config(), recognizers=[spec])
+
+
+def test_a_user_recognizer_skips_a_match_after_one_of_its_not_after_words(pipe):
+    """As the built-in phone recognizer skips a number after "order": a ratio after "CPAP" is not a date, and the
+    nearer word decides when a context word stands there too."""
+    rule = {"type": "DATE", "pattern": r"\d{1,2}/\d{1,2}", "context": ["seen"], "not_after": ["cpap", "pain"]}
+    text = "seen 8/20 on CPAP 10/5\npain 4/10 at rest\nCPAP stopped, seen 8/21"
+    got = [e["word"] for e in pipe(text, recognizers=[rule]) if e["source"] == "user"]
+    assert got == ["8/20", "8/21"]
 
 
 def test_bad_lists_are_refused():
@@ -270,3 +280,4 @@ def test_a_url_the_model_finds_needs_a_host():
     from piiner.hub.decoding_piiner import TYPE_CHECKS
 
     assert not TYPE_CHECKS["URL"]("HTTP/") and TYPE_CHECKS["URL"]("example.com/help")
+

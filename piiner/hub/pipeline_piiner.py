@@ -43,10 +43,11 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
         ignore_labels (`list[str]`, *optional*): drop results of these types: `["PASSWORD", "LICENSE_PLATE"]` for
             text where the model finds those types in what is not (hashtags in tweets).
         recognizers (`list[dict]`, *optional*): patterns of the caller's own, each `{"type", "pattern", "score",
-            "context", "validator", "context_required", "tier"}` (`recognizers_piiner.user_recognizer`), added to
-            those of `config.recognizers` and the built-in ones (SSN, card, IBAN, e-mail, IP, URL, phone, MAC). A
-            match fixes the labels of its tokens before decoding: it is reported with its type, whole, whatever the
-            model scored there. A type outside the model's labels is reported with its `tier` (default 4).
+            "context", "validator", "context_required", "not_after", "tier"}` (`recognizers_piiner.user_recognizer`),
+            added to those of `config.recognizers` and the built-in ones (SSN, card, IBAN, e-mail, IP, URL, phone,
+            MAC). A match fixes the labels of its tokens before decoding: it is reported with its type, whole,
+            whatever the model scored there. A type outside the model's labels is reported with its `tier` (default
+            4).
         allow_list (`list[str]`, *optional*): texts never reported (added to `config.allow_list`).
         deny_list (`dict[str, list[str]]`, *optional*): words always reported as the type they are listed under
             (added to `config.deny_list`), as whole words in any case.

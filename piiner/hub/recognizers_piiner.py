@@ -344,13 +344,14 @@ def _check_score(value, what):
 
 def user_recognizer(spec, known_types=()):
     """A `Recognizer` from a dict such as `{"type": "EMPLOYEE_ID", "pattern": r"EMP-\\d{6}", "context":
-    ["employee"], "score": 0.9}` (keys: type, pattern, score, validator, context, context_required, tier); a
-    `RecognizerError` naming what is wrong, before any text is read."""
+    ["employee"], "score": 0.9}` (keys: type, pattern, score, validator, context, context_required, not_after,
+    tier); a `RecognizerError` naming what is wrong, before any text is read."""
     if isinstance(spec, Recognizer):
         return spec
     if not isinstance(spec, dict):
         raise RecognizerError(f"a recognizer must be a dict with 'type' and 'pattern', got {type(spec).__name__}")
-    unknown = sorted(set(spec) - {"type", "pattern", "score", "validator", "context", "context_required", "tier"})
+    unknown = sorted(set(spec) - {"type", "pattern", "score", "validator", "context", "context_required", "not_after",
+                                  "tier"})
     if unknown:
         raise RecognizerError(f"recognizer {spec.get('type')!r}: unknown keys {unknown}")
     type_, pattern = spec.get("type"), spec.get("pattern")
@@ -367,17 +368,19 @@ def user_recognizer(spec, known_types=()):
     validator = spec.get("validator")
     if validator is not None and validator not in VALIDATORS:
         raise RecognizerError(f"recognizer {type_}: unknown validator {validator!r}; known: {sorted(VALIDATORS)}")
-    context = spec.get("context") or ()
-    if isinstance(context, str) or not all(isinstance(w, str) and w.strip() for w in context):
-        raise RecognizerError(f"recognizer {type_}: 'context' must be a list of words, got {context!r}")
+    words = {}
+    for key in ("context", "not_after"):
+        given = spec.get(key) or ()
+        if isinstance(given, str) or not all(isinstance(w, str) and w.strip() for w in given):
+            raise RecognizerError(f"recognizer {type_}: {key!r} must be a list of words, got {given!r}")
+        words[key] = tuple(" ".join(re.findall(r"[^\W_]+", w.lower())) for w in given)
     tier = spec.get("tier")
     if tier is not None and (isinstance(tier, bool) or tier not in (1, 2, 3, 4)):
         raise RecognizerError(f"recognizer {type_}: tier must be 1, 2, 3 or 4, got {tier!r}")
     if tier is None and type_ not in known_types:
         tier = 4
     return Recognizer(type_, compiled, _check_score(spec.get("score", 0.9), f"recognizer {type_}"), validator,
-                      tuple(" ".join(re.findall(r"[^\W_]+", w.lower())) for w in context),
-                      bool(spec.get("context_required", False)), (), tier, "user")
+                      words["context"], bool(spec.get("context_required", False)), words["not_after"], tier, "user")
 
 
 def deny_list_recognizers(deny_list, known_types=()):
