@@ -21,8 +21,8 @@ NAMES = ["John Smith", "Maria Lopez", "Wei Chen", "Amara Okafor", "Lars Berg", "
 
 
 def document_of_paragraphs():
-    """~200,000 characters: paragraphs of filler, each sentence pair followed by a contact sentence."""
-    parts, planted, i = [], [], 0
+    """~200,000 characters: paragraphs of three filler sentences, each ending with an e-mail address to contact."""
+    parts, i = [], 0
     text_length = 0
     while text_length < 200_000:
         paragraph = []
