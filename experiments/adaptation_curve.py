@@ -36,24 +36,26 @@ def scores(report_path, system=None):
     return overall["precision"], overall["recall"], overall["f1"]
 
 
-def kept_scores(model, name, kept, sources, out):
-    """Strict F1 per source of the original corpus's test rows, a corpus on the types its annotators labelled (as the
-    out-of-source table scores it): one pipeline run, each source rescored from it."""
+def kept_scores(model, name, kept, sources, out, split="test"):
+    """Strict F1 per source of the original corpus's rows of `split`, a corpus on the types its annotators labelled
+    (as the out-of-source table scores it): one pipeline run, each source rescored from it. Files of another split
+    than test are named for it, so a folder holds both."""
     import datasets
 
-    subset = os.path.join(out, "kept.jsonl")
+    stem = "kept" if split == "test" else f"kept-{split}"
+    subset = os.path.join(out, f"{stem}.jsonl")
     if not os.path.exists(subset):
-        rows = datasets.load_from_disk(kept)["test"].filter(lambda r: r["source"] in sources)
+        rows = datasets.load_from_disk(kept)[split].filter(lambda r: r["source"] in sources)
         rows.to_json(subset + ".part", lines=True)
         os.replace(subset + ".part", subset)
-    predictions = os.path.join(out, f"{name}.kept.jsonl")
+    predictions = os.path.join(out, f"{name}.{stem}.jsonl")
     if not os.path.exists(predictions):
         run([os.path.join(BIN, "piiner-evaluate"), "--model", model, "--data", subset, "--resamples", "100",
              "--save-predictions", predictions + ".part"], predictions + ".log")
         os.replace(predictions + ".part", predictions)
     f1s = {}
     for source in sources:
-        report = os.path.join(out, f"{name}.kept.{source}.json")
+        report = os.path.join(out, f"{name}.{stem}.{source}.json")
         if not os.path.exists(report):
             types = ["--types", ",".join(SCORED_TYPES[source])] if source in SCORED_TYPES else []
             run([os.path.join(BIN, "piiner-evaluate"), "--predictions", predictions, "--data", subset, "--source",
@@ -74,6 +76,8 @@ def main(argv=None):
     p.add_argument("--kept", help="the base model's dataset folder (data/quickstart): score each model on its test "
                    "split, per source, to see what adapting forgot")
     p.add_argument("--kept-sources", default="btc,gum,sec_filings,uner_ewt,wikigold,formats,synthetic")
+    p.add_argument("--kept-split", default="test", help="the split of --kept scored (validation to choose a recipe "
+                   "by, test to report)")
     p.add_argument("--out", required=True, help="folder for the runs, their reports and the plot")
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -86,7 +90,7 @@ def main(argv=None):
     rows = [("0 (the base model)", "-", *scores(base_report))]
     baselines = [(name, *scores(base_report, name)) for name in args.compare.split(",") if args.compare]
     sources = args.kept_sources.split(",")
-    kept = {"0": kept_scores(args.base, "base", args.kept, sources, args.out)} if args.kept else {}
+    kept = {"0": kept_scores(args.base, "base", args.kept, sources, args.out, args.kept_split)} if args.kept else {}
     for size in (int(s) for s in args.sizes.split(",")):
         for seed in (int(s) for s in args.seeds.split(",")):
             folder = os.path.join(args.out, f"n{size}_s{seed}")
@@ -98,7 +102,8 @@ def main(argv=None):
                 run(evaluate + ["--model", folder, "--out", report], report + ".log")
             rows.append((str(size), str(seed), *scores(report)))
             if args.kept:
-                kept[f"{size}_s{seed}"] = kept_scores(folder, f"n{size}_s{seed}", args.kept, sources, args.out)
+                kept[f"{size}_s{seed}"] = kept_scores(folder, f"n{size}_s{seed}", args.kept, sources, args.out,
+                                                      args.kept_split)
     print(f"strict scores on {test} ({args.types}):")
     print("| labelled documents | seed | precision | recall | F1 |")
     print("|---|---|---|---|---|")
@@ -107,7 +112,7 @@ def main(argv=None):
     for name, precision, recall, f1 in baselines:
         print(f"| {name}, same run | - | {precision:.3f} | {recall:.3f} | {f1:.3f} |")
     if kept:
-        print(f"\nstrict F1 on the test split of {args.kept}, per source (what adapting kept):")
+        print(f"\nstrict F1 on the {args.kept_split} split of {args.kept}, per source (what adapting kept):")
         print("| model | " + " | ".join(sources) + " |")
         print("|---|" + "---|" * len(sources))
         for name, f1s in kept.items():
