@@ -77,8 +77,9 @@ class PiiNerConfig(PreTrainedConfig):
             default, and every model saved before the field existed) leaves line breaks invisible.
         recognizers (`list[dict]`, *optional*):
             Pattern recognizers saved with the model, each `{"type", "pattern", "score", "context", "validator",
-            "context_required", "not_after", "tier"}` (see `recognizers_piiner.user_recognizer`). Their matches fix the labels of
-            their tokens before decoding, as the built-in ones do. A type outside the labels is reported with its tier.
+            "context_required", "not_after", "tier"}` (see `recognizers_piiner.user_recognizer`). Their matches fix
+            the labels of their tokens before decoding, as the built-in ones do. A type outside the labels is
+            reported with its tier.
         allow_list (`list[str]`, *optional*): texts never reported as PII.
         deny_list (`dict[str, list[str]]`, *optional*): words always reported as the type they are listed under.
         builtin_recognizers (`bool`, defaults to `True`): use the built-in recognizers (SSN, card, IBAN, e-mail, IP,

@@ -9,9 +9,8 @@ in the stretch that keeps it. A single worker builds each batch by taking one pi
 turn, up to `max_texts` pieces and `max_chars` characters (one request at most half of them after a shared batch),
 after waiting `max_wait_ms` from the first for others to arrive; the detector runs in a worker thread, so the event
 loop never blocks on the model and the model sees one batch at a time. A small request that arrives while a 1 MB
-one runs waits for half a batch of it, not for all of it. When
-the detector fails on a batch, each of its pieces is tried alone, so only the request holding the piece it cannot
-take fails; the service goes on.
+one runs waits for half a batch of it, not for all of it. When the detector fails on a batch, each of its pieces is
+tried alone, so only the request holding the piece it cannot take fails; the service goes on.
 """
 
 import asyncio
