@@ -282,29 +282,20 @@ def test_a_url_the_model_finds_needs_a_host():
     assert not TYPE_CHECKS["URL"]("HTTP/") and TYPE_CHECKS["URL"]("example.com/help")
 
 
-def test_the_clinical_recognizers_take_a_pager_number_after_its_word_and_no_other_short_number():
-    """Nursing notes give pagers as four to six digits after "pager", "pg" or "beeper"; de-id corpora label them
-    phone numbers, and the built-in layouts need ten digits."""
+@pytest.mark.parametrize("kind, text, want", [
+    # Nursing notes give pagers as four to six digits after "pager", "pg" or "beeper"; de-id corpora label them
+    # phone numbers, and the built-in layouts need ten digits.
+    ("PHONE", "Pager #54321 \nPG 33445\nreached at beeper number 55037 for consents.\nBP 12345 HR 9876 \n"
+              "pager 1.5 hours late\nTime 1:20", ["54321", "33445", "55037"]),
+    # Short dates, and not ventilator settings, pain scores or fractions.
+    ("DATE", "admitted 8/20/02, f/u 7/22\nweaned to PSV 10/5 c 40%\n8/10 CP relieved\nIVF changed to 1/2 NS\n"
+             "vent 5/30% \n1/2NS at 100cc\nseen 9/14 by team", ["8/20/02", "7/22", "9/14"]),
+])
+def test_the_clinical_recognizers_take_pagers_and_short_dates_and_leave_look_alikes(kind, text, want):
     import os
 
     from piiner.snapshot import load_evidence
 
     rules = load_evidence(os.path.join(os.path.dirname(__file__), "..", "configs", "recognizers", "clinical.yaml"))
     pipe = tiny_pipeline(recognizers=rules["recognizers"])
-    text = ("Pager #54321 \nPG 33445\nreached at beeper number 55037 for consents.\nBP 12345 HR 9876 \n"
-            "pager 1.5 hours late\nTime 1:20")
-    phones = [e["word"] for e in pipe(text) if e["type"] == "PHONE" and e["source"] == "user"]
-    assert phones == ["54321", "33445", "55037"]
-
-
-def test_the_clinical_date_rule_takes_short_dates_and_not_vent_settings_pain_scores_or_fractions():
-    import os
-
-    from piiner.snapshot import load_evidence
-
-    rules = load_evidence(os.path.join(os.path.dirname(__file__), "..", "configs", "recognizers", "clinical.yaml"))
-    pipe = tiny_pipeline(recognizers=rules["recognizers"])
-    text = ("admitted 8/20/02, f/u 7/22\nweaned to PSV 10/5 c 40%\n8/10 CP relieved\nIVF changed to 1/2 NS\n"
-            "vent 5/30% \n1/2NS at 100cc\nseen 9/14 by team")
-    dates = [e["word"] for e in pipe(text) if e["type"] == "DATE" and e["source"] == "user"]
-    assert dates == ["8/20/02", "7/22", "9/14"]
+    assert [e["word"] for e in pipe(text) if e["type"] == kind and e["source"] == "user"] == want
