@@ -143,6 +143,9 @@ class DataArguments:
     replay_records: int = field(
         default=0, metadata={"help": "How many records of --replay_dataset's training split to mix in (a seeded "
                                      "random sample)."})
+    replay_by_source: bool = field(
+        default=False, metadata={"help": "Draw the replayed records in equal shares of each source of "
+                                         "--replay_dataset, not in proportion to the sources' sizes."})
     join_texts: int = field(
         default=1,
         metadata={

@@ -81,13 +81,34 @@ def select_split(records, name, limit, what, label_types):
 def with_replay(train_records, replay_corpus, data_args, label_types, seed):
     """The user's training records with `replay_records` of the replay corpus's training records mixed in (a seeded
     sample): adapting on a few hundred documents alone, a model forgets the text it was trained on."""
-    replay = select_split(replay_corpus, data_args.train_split, None, "replay", label_types)
-    replay = replay.shuffle(seed=seed).select(range(min(data_args.replay_records, len(replay))))
+    replay = select_split(replay_corpus, data_args.train_split, None, "replay", label_types).shuffle(seed=seed)
+    replay = replay.select(replay_rows(replay["source"] if data_args.replay_by_source else [None] * len(replay),
+                                       data_args.replay_records))
     columns = [c for c in JOINED_COLUMNS if c in train_records.column_names and c in replay.column_names]
     rows = train_records.select_columns(columns).to_list() + replay.select_columns(columns).to_list()
     logger.info("training on %d records of %s and %d replayed from %s", len(train_records), data_args.dataset,
                 len(replay), data_args.replay_dataset)
     return datasets.Dataset.from_list(rows)
+
+
+def replay_rows(sources, count):
+    """Which of the (shuffled) replay rows to take, in order: the first `count`; or, where `sources` names each
+    row's source, equal shares of each source, a source with fewer rows than its share giving the rest to the
+    others, so a small corpus is not a handful of rows of a sample the largest one fills."""
+    if len(set(sources)) < 2:
+        return list(range(min(count, len(sources))))
+    rows = {}
+    for i, source in enumerate(sources):
+        rows.setdefault(source, []).append(i)
+    wanted, taken = min(count, len(sources)), dict.fromkeys(rows, 0)
+    while sum(taken.values()) < wanted:
+        # Each source with rows left takes an equal share of what is still wanted, a source too small for its share
+        # all it has; the remainder of the division goes one row each to the smallest.
+        open_ = sorted((s for s in rows if taken[s] < len(rows[s])), key=lambda s: (len(rows[s]), s))
+        share, extra = divmod(wanted - sum(taken.values()), len(open_))
+        for k, source in enumerate(open_):
+            taken[source] += min(share + (k < extra), len(rows[source]) - taken[source])
+    return sorted(i for source, n in taken.items() for i in rows[source][:n])
 
 
 # The sets a run scores (validation, test, the adaptation sets) are windowed as the pipeline reads a text, paragraph
