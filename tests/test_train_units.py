@@ -690,15 +690,15 @@ def test_replay_by_source_takes_equal_shares_and_gives_a_small_sources_rest_to_t
     synthetic ones; by source each takes an equal share, the first rows of its own in the shuffled order."""
     import collections
 
-    from piiner.training.train import replay_rows
+    from piiner.training.train import replay_by_source
 
     sources = ["a", "b", "c"] * 5 + ["a"] * 95 + ["c"] * 45  # a: 100 rows, b: 5, c: 50
-    rows = replay_rows(sources, 60)
+    rows = replay_by_source(sources, 60)
     assert len(rows) == 60 and rows == sorted(rows)
     counts = collections.Counter(sources[i] for i in rows)
     assert counts["b"] == 5 and {counts["a"], counts["c"]} == {27, 28}
     for source in "abc":  # a prefix of each source's rows
         own = [i for i, s in enumerate(sources) if s == source]
         assert [i for i in rows if sources[i] == source] == own[:counts[source]]
-    assert len(replay_rows(sources, 1000)) == len(sources)
-    assert replay_rows([None] * 10, 4) == [0, 1, 2, 3]  # not by source: the first rows
+    assert len(replay_by_source(sources, 1000)) == len(sources)
+    assert replay_by_source(["a"] * 10, 4) == [0, 1, 2, 3]  # one source: its first rows

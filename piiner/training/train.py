@@ -82,8 +82,8 @@ def with_replay(train_records, replay_corpus, data_args, label_types, seed):
     """The user's training records with `replay_records` of the replay corpus's training records mixed in (a seeded
     sample): adapting on a few hundred documents alone, a model forgets the text it was trained on."""
     replay = select_split(replay_corpus, data_args.train_split, None, "replay", label_types).shuffle(seed=seed)
-    replay = replay.select(replay_rows(replay["source"] if data_args.replay_by_source else [None] * len(replay),
-                                       data_args.replay_records))
+    count = min(data_args.replay_records, len(replay))
+    replay = replay.select(replay_by_source(replay["source"], count) if data_args.replay_by_source else range(count))
     columns = [c for c in JOINED_COLUMNS if c in train_records.column_names and c in replay.column_names]
     rows = train_records.select_columns(columns).to_list() + replay.select_columns(columns).to_list()
     logger.info("training on %d records of %s and %d replayed from %s", len(train_records), data_args.dataset,
@@ -91,12 +91,10 @@ def with_replay(train_records, replay_corpus, data_args, label_types, seed):
     return datasets.Dataset.from_list(rows)
 
 
-def replay_rows(sources, count):
-    """Which of the (shuffled) replay rows to take, in order: the first `count`; or, where `sources` names each
-    row's source, equal shares of each source, a source with fewer rows than its share giving the rest to the
-    others, so a small corpus is not a handful of rows of a sample the largest one fills."""
-    if len(set(sources)) < 2:
-        return list(range(min(count, len(sources))))
+def replay_by_source(sources, count):
+    """Which `count` of the (shuffled) replay rows, whose sources are `sources`, to take, in order: equal shares of
+    each source, a source with fewer rows than its share giving the rest to the others, so a small corpus is not a
+    handful of rows of a sample the largest one fills."""
     rows = {}
     for i, source in enumerate(sources):
         rows.setdefault(source, []).append(i)
