@@ -17,6 +17,7 @@ import json
 import os
 from collections import Counter, defaultdict
 
+from piiner.data_prep.records import span_problem
 from piiner.hub.recognizers_piiner import deny_list_recognizers
 
 NAME_TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
@@ -37,18 +38,13 @@ def read_records(path, split="train"):
                 record = json.loads(line)
             except ValueError:
                 record = None
-            if not (isinstance(record, dict) and isinstance(record.get("text"), str)
-                    and isinstance(record.get("spans"), list) and all(_is_span(s, record["text"]) for s in
-                                                                      record["spans"])):
-                raise ValueError(f"{path}:{number}: not a record with text and spans of start, end and label")
+            problem = (span_problem(record.get("text"), record.get("spans"), types=None)
+                       if isinstance(record, dict) else "not_an_object")
+            if problem:
+                raise ValueError(f"{path}:{number}: not a record with text and spans of start, end and label "
+                                 f"({problem})")
             records.append(record)
     return records
-
-
-def _is_span(span, text):
-    return (isinstance(span, dict) and isinstance(span.get("label"), str)
-            and all(isinstance(span.get(k), int) and not isinstance(span.get(k), bool) for k in ("start", "end"))
-            and 0 <= span["start"] < span["end"] <= len(text))
 
 
 def deny_lists(records, types=NAME_TYPES, min_count=3, min_groups=2, min_precision=0.9, min_length=2):

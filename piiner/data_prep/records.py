@@ -353,7 +353,7 @@ def _range_problem(text, start, end):
 
 def span_problem(text, spans, types=_PII_TYPE_SET):
     """Why `spans` cannot label `text`, or None: each span a dict with integer `start < end` inside the text and a
-    `label` in `types`, and no two overlapping (in any order; sort by start before use)."""
+    `label` in `types` (None: any non-empty name), and no two overlapping (in any order; sort by start before use)."""
     if not isinstance(text, str):
         return "text_not_a_string"
     if not isinstance(spans, (list, tuple)):
@@ -366,7 +366,7 @@ def span_problem(text, spans, types=_PII_TYPE_SET):
         problem = _range_problem(text, start, end)
         if problem:
             return problem
-        if label not in types:
+        if not (label in types if types is not None else isinstance(label, str) and label):
             return "unknown_label"
         placed.append((start, end))
     placed.sort()
