@@ -115,7 +115,7 @@ def place_span(text, start, end, value, audit, source):
 _NAME_TYPES = frozenset({"PERSON", "LOCATION", "ORGANIZATION"})
 _CLOSERS = {")": "(", "]": "[", '"': '"', "\u201d": "\u201c", "\u2019": "\u2018", "'": "'"}
 # Abbreviated titles: one written before a name joins the PERSON span (`join_titles`), and its "." is its own.
-_TITLES = ("Dr", "Mr", "Mrs", "Ms", "Mx", "Prof", "Rev", "Fr", "Sr", "Jr", "Capt", "Sgt", "Lt", "Gen", "Hon")
+_TITLES = ("Dr", "Drs", "Mr", "Mrs", "Ms", "Mx", "Prof", "Rev", "Fr", "Sr", "Jr", "Capt", "Sgt", "Lt", "Gen", "Hon")
 # Words whose final "." belongs to them (abbreviations that end company, street and person names).
 _ABBREVIATIONS = frozenset({t.lower() for t in _TITLES} | {
                             "inc", "ltd", "co", "corp", "st", "rd", "ave", "mt", "bros", "plc", "llc", "univ", "dept",
@@ -190,15 +190,16 @@ def resolve_overlaps(spans, audit, source):
 # notes and chat "dr. lindquist": each joins too, or one corpus follows two conventions. In lower case only the
 # titles that are no other word ("miss Anna" is a verb, "fr" is "for real").
 _WORD_TITLES = ("Miss", "Sir", "Dame", "Lord", "Lady")
-_LOWER_CASE_TITLES = ("dr", "mr", "mrs", "ms", "mx", "prof")
+_LOWER_CASE_TITLES = ("dr", "drs", "mr", "mrs", "ms", "mx", "prof")
 
 
 def _either_case(words):
     return "|".join(sorted({form for w in words for form in (w, w.upper())}, key=len, reverse=True))
 
 
-_TITLE_BEFORE = re.compile(rf"(?:\b(?:{_either_case(_TITLES)}|{'|'.join(_LOWER_CASE_TITLES)})\.?"
-                           rf"|\b(?:{_either_case(_WORD_TITLES)})) $")
+# A title's "." may run on into the name ("dr.ayoub"); without a "." a space stands between them.
+_TITLE_BEFORE = re.compile(rf"\b(?:(?:{_either_case(_TITLES)}|{'|'.join(_LOWER_CASE_TITLES)})(?:\.|\.? )"
+                           rf"|(?:{_either_case(_WORD_TITLES)}) )$")
 
 
 def join_titles(text, spans, audit, source):
