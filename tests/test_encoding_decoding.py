@@ -549,6 +549,19 @@ def test_a_date_in_numbers_must_be_one_a_calendar_has(written, expected):
     assert _checked_tokens(text, offsets, tags, runner_up, labels=labels) == expected
 
 
+@pytest.mark.parametrize("written, expected", [
+    ("---301 944-5032", [("301 944-5032", "PHONE")]),  # "DAUGHTER-KRISSY---301 944-5032": the dashes lie outside
+    ("301 944-5032", [("301 944-5032", "PHONE")]),
+])
+def test_a_phone_number_starts_at_its_first_digit(written, expected):
+    labels = {0: "O", 1: "B-PHONE", 2: "I-PHONE"}
+    text = f"KRISSY{written} ok"
+    offsets = [m.span() for m in re.finditer(r"[A-Za-z]+|\d+|[^\w\s]", text)]  # "KRISSY", "-", "-", "-", "301", ...
+    inside = len(offsets) - 2
+    tags, runner_up = [0, 1] + [2] * (inside - 1) + [0], [1] * (inside + 2)  # a new number ranked next on each token
+    assert _checked_tokens(text, offsets, tags, runner_up, labels=labels) == expected
+
+
 def test_a_texts_windows_fold_its_full_width_forms_once(monkeypatch):
     """Each fold of a text that holds a full-width form copies the whole text: once per window made a long text's
     checks quadratic in its length."""

@@ -257,7 +257,8 @@ def test_the_nearer_word_decides_whether_a_phone_shaped_number_is_a_phone(text, 
 @pytest.mark.parametrize("value, ok", [("2023-118842", False), ("2024-02-11 09:41", False), ("212 5550 147", False),
                                        ("1 (800) 555-0142", True), ("+12125550163", True), ("(212)5550147", True),
                                        ("020 7946 0855", True), ("+1-415-555-0168 x204", True),
-                                       ("375.356.7981, ext. 99", True)])
+                                       ("375.356.7981, ext. 99", True), ("--301 944-5032", False),
+                                       (".212.555.9916", False)])
 def test_a_north_american_number_is_grouped_3_3_4_and_a_phone_holds_no_time(value, ok):
     assert phone_valid(value) is ok
 

@@ -702,3 +702,20 @@ def test_replay_by_source_takes_equal_shares_and_gives_a_small_sources_rest_to_t
         assert [i for i in rows if sources[i] == source] == own[:counts[source]]
     assert len(replay_by_source(sources, 1000)) == len(sources)
     assert replay_by_source(["a"] * 10, 4) == [0, 1, 2, 3]  # one source: its first rows
+
+
+def test_replay_source_power_one_half_shares_by_the_square_root_of_each_size():
+    """Between proportion (GUM starved) and equal shares (the largest source starved), the square root of each
+    size, and the rounding never loses a row."""
+    import collections
+
+    from piiner.training.args import DataArguments
+    from piiner.training.train import replay_by_source
+
+    sources = ["a"] * 100 + ["b"] * 25 + ["c"]
+    counts = collections.Counter(sources[i] for i in replay_by_source(sources, 32, 0.5))
+    assert counts == {"a": 21, "b": 10, "c": 1}  # 10 : 5 : 1 of 32, c's missing row to a, the larger remainder
+    for count in range(1, 127):
+        assert len(replay_by_source(sources, count, 0.5)) == count
+    with pytest.raises(ValueError, match="replay_source_power"):
+        DataArguments(replay_source_power=2)

@@ -172,8 +172,8 @@ CHECK_TEXT = {
     "CREDIT_CARD": "12 to 19 digits that pass Luhn",
     "DATE": "numbers joined by / . or - are a date a calendar has (a run-on number lies outside it)",
     "DATE_OF_BIRTH": "numbers joined by / . or - are a date a calendar has (a run-on number lies outside it)",
-    "PHONE": "7 to 15 digits in a phone layout, not an SSN's or a date's; a North American number's area code and "
-             "exchange start with 2-9",
+    "PHONE": "7 to 15 digits in a phone layout, not an SSN's or a date's, from its first digit, + or ( (dashes "
+             "before it stay outside it); a North American number's area code and exchange start with 2-9",
 }
 
 

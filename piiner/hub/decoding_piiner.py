@@ -15,7 +15,7 @@ from .checksums import fold_width
 from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
 from .pii_schema import TYPE_RULES, split_label
-from .recognizers_piiner import VALIDATORS, date_numbers_valid, ip_valid
+from .recognizers_piiner import VALIDATORS, date_numbers_valid, ip_valid, phone_valid
 
 
 def merge_windows(windows):
@@ -188,13 +188,20 @@ def _date_part(word):
     return (words[0][0], words[-1][1]) if words and date_numbers_valid(word[words[0][0]:words[-1][1]]) else None
 
 
+def _phone_number_part(word):
+    """`(start, end)` of the phone number within `word` where punctuation stands before its first digit, "+" or "("
+    ("301 944-5032" of "---301 944-5032"); None when there is none."""
+    first = re.search(r"[\d+(]", word)
+    return (first.start(), len(word)) if first and phone_valid(word[first.start():]) else None
+
+
 def _phone_word(word):
     return any(c.isdigit() for c in word) or word.strip(".,:;()[]").lower() in {"ext", "x", "extn", "extension"}
 
 
 # The functions behind the names of `pii_schema.TYPE_RULES`, which says which type has which rule.
 CHECKS = {**VALIDATORS, "has_digit": lambda word: re.search(r"\d", word) is not None}
-PARTS = {"address_and_port": _ip_address_part, "dates": _date_part}
+PARTS = {"address_and_port": _ip_address_part, "dates": _date_part, "number": _phone_number_part}
 # A token holding a letter lies outside an entity of a type written in digits ("exp" of a card run on into "exp
 # 09/27", whose 19 digits may pass Luhn by chance; a field label "SSN" before the number; the "or" between two phone
 # numbers), unless the whitespace-delimited word it is in passes the type's letters rule: a phone number keeps an

@@ -32,14 +32,15 @@ CAPITALISED_TYPES = ("PERSON", "LOCATION", "ORGANIZATION")
 #   check    a test the entity's text must pass, else the window is decoded again without that type there
 #            (a validator of `recognizers_piiner.VALIDATORS`, or "has_digit");
 #   part     where the entity fails its check, the part of it that passes stays the entity ("address_and_port":
-#            the address of "10.0.0.5:443"; "dates": the words holding a date, of "16.0 8/22");
+#            the address of "10.0.0.5:443"; "dates": the words holding a date, of "16.0 8/22"; "number": a phone
+#            number from its first digit, "+" or "(", of "---301 944-5032");
 #   letters  the type is written in digits: "none" lets no word of letters in ("exp" after a card number), "extension"
 #            lets an extension marker in ("ext. 22");
 #   unbroken the entity never holds whitespace.
 TYPE_RULES = {
     "SSN": {"check": "ssn", "letters": "none"},
     "CREDIT_CARD": {"check": "luhn", "letters": "none"},
-    "PHONE": {"check": "phone", "letters": "extension"},
+    "PHONE": {"check": "phone", "part": "number", "letters": "extension"},
     "EMAIL": {"check": "email", "unbroken": True},
     "IP_ADDRESS": {"check": "ip", "part": "address_and_port", "unbroken": True},
     "STREET_ADDRESS": {"check": "has_digit"},

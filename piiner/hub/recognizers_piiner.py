@@ -98,7 +98,10 @@ def phone_valid(value):
     """A layout some phone number has: 7 to 15 digits (letters after the first digits dialled as on a keypad, as in
     1-800-FLOWERS), an extension marker, and not the layout of an SSN or a date; no other character (a time's
     colon). A North American number (10 digits, or 11 after a 1) has an area code and exchange from 2-9 and, written
-    with separators, groups of 3-3-4. A number spaced out one digit at a time is read closed up."""
+    with separators, groups of 3-3-4. A number spaced out one digit at a time is read closed up. It starts with a
+    digit, "+" or "(": the dashes of "KRISSY---301 944-5032" separate it from the name."""
+    if not re.match(r"\s*[\d+(]", value):
+        return False
     closed = _close_spaced_runs(value.strip())
     core = re.split(r"(?i),?\s*(?:ext\.?|extn\.?|extension|x)\s*\d+$", closed[0] if closed else value.strip())[0]
     if re.search(r"[A-Za-z]", core):

@@ -143,9 +143,10 @@ class DataArguments:
     replay_records: int = field(
         default=0, metadata={"help": "How many records of --replay_dataset's training split to mix in (a seeded "
                                      "random sample)."})
-    replay_by_source: bool = field(
-        default=False, metadata={"help": "Draw the replayed records in equal shares of each source of "
-                                         "--replay_dataset, not in proportion to the sources' sizes."})
+    replay_source_power: float = field(
+        default=1.0, metadata={"help": "How the replayed records share out over --replay_dataset's sources: each "
+                                       "source in proportion to its size to this power. 1, a plain random sample "
+                                       "(in proportion); 0, equal shares; 0.5, the square root of each size."})
     join_texts: int = field(
         default=1,
         metadata={
@@ -169,6 +170,9 @@ class DataArguments:
             raise ValueError(f"join_texts must be >= 1, got {self.join_texts}")
         if self.oversample_factor < 1:
             raise ValueError(f"oversample_factor must be >= 1, got {self.oversample_factor}")
+        if not 0 <= self.replay_source_power <= 1:
+            raise ValueError(f"replay_source_power must be in [0, 1] (0: equal shares, 1: in proportion), "
+                             f"got {self.replay_source_power}")
         tiers = [int(t) for t in str(self.oversample_tiers).split(",") if str(t).strip()]
         if not set(tiers) <= set(TIERS):
             raise ValueError(f"oversample_tiers must list tiers among 1-4, got {self.oversample_tiers!r}")

@@ -83,7 +83,8 @@ def with_replay(train_records, replay_corpus, data_args, label_types, seed):
     sample): adapting on a few hundred documents alone, a model forgets the text it was trained on."""
     replay = select_split(replay_corpus, data_args.train_split, None, "replay", label_types).shuffle(seed=seed)
     count = min(data_args.replay_records, len(replay))
-    replay = replay.select(replay_by_source(replay["source"], count) if data_args.replay_by_source else range(count))
+    replay = replay.select(range(count) if data_args.replay_source_power == 1 else
+                           replay_by_source(replay["source"], count, data_args.replay_source_power))
     columns = [c for c in JOINED_COLUMNS if c in train_records.column_names and c in replay.column_names]
     rows = train_records.select_columns(columns).to_list() + replay.select_columns(columns).to_list()
     logger.info("training on %d records of %s and %d replayed from %s", len(train_records), data_args.dataset,
@@ -91,21 +92,28 @@ def with_replay(train_records, replay_corpus, data_args, label_types, seed):
     return datasets.Dataset.from_list(rows)
 
 
-def replay_by_source(sources, count):
-    """Which `count` of the (shuffled) replay rows, whose sources are `sources`, to take, in order: equal shares of
-    each source, a source with fewer rows than its share giving the rest to the others, so a small corpus is not a
-    handful of rows of a sample the largest one fills."""
+def replay_by_source(sources, count, power=0.0):
+    """Which `count` of the (shuffled) replay rows, whose sources are `sources`, to take, in order: each source a
+    share in proportion to its size to `power` (0: equal shares; 0.5: the square root, as multilingual models
+    sample their languages), a source with fewer rows than its share giving the rest to the others, so a small
+    corpus is not a handful of rows of a sample the largest one fills."""
     rows = {}
     for i, source in enumerate(sources):
         rows.setdefault(source, []).append(i)
     wanted, taken = min(count, len(sources)), dict.fromkeys(rows, 0)
     while sum(taken.values()) < wanted:
-        # Each source with rows left takes an equal share of what is still wanted, a source too small for its share
-        # all it has; the remainder of the division goes one row each to the smallest.
+        # Each source with rows left takes its share of what is still wanted, a source too small for its share all
+        # it has; the rows rounding leaves go one each to the largest remainders (then the smallest sources).
         open_ = sorted((s for s in rows if taken[s] < len(rows[s])), key=lambda s: (len(rows[s]), s))
-        share, extra = divmod(wanted - sum(taken.values()), len(open_))
-        for k, source in enumerate(open_):
-            taken[source] += min(share + (k < extra), len(rows[source]) - taken[source])
+        left = wanted - sum(taken.values())
+        weights = [len(rows[s]) ** power for s in open_]
+        exact = [left * w / sum(weights) for w in weights]
+        shares = [int(x) for x in exact]
+        by_remainder = sorted(range(len(open_)), key=lambda k: shares[k] - exact[k])
+        for k in by_remainder[:left - sum(shares)]:
+            shares[k] += 1
+        for source, share in zip(open_, shares):
+            taken[source] += min(share, len(rows[source]) - taken[source])
     return sorted(i for source, n in taken.items() for i in rows[source][:n])
 
 
