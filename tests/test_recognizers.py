@@ -291,6 +291,13 @@ def test_a_url_the_model_finds_needs_a_host():
     # Short dates, and not ventilator settings, pain scores or fractions.
     ("DATE", "admitted 8/20/02, f/u 7/22\nweaned to PSV 10/5 c 40%\n8/10 CP relieved\nIVF changed to 1/2 NS\n"
              "vent 5/30% \n1/2NS at 100cc\nseen 9/14 by team", ["8/20/02", "7/22", "9/14"]),
+    # Years written "'92", and not feet or a range's end ("HOB 30'", "RR 13-18'").
+    ("DATE", "PMH: MI '92, CABG x3 '95.\nHOB 30' \nRR 13-18' \nsince '04", ["92", "95", "04"]),
+    # A name right after a family word (in mixed case, not an all-caps word), and a signature before a credential.
+    ("PERSON", "Daughter Maria called. son in to visit.\nNephew, Neil Meitz of Towson visited. DAUGHTER IN.\n"
+               "wife\nPlease see flow sheet.\nV. Finn, RRT\nq. lander rrt\nCA\nRD--PA LINE PLACED\n"
+               "J. Chang PA into evaluate",
+     ["Maria", "Neil Meitz", "V. Finn", "q. lander", "J. Chang"]),
 ])
 def test_the_clinical_recognizers_take_pagers_and_short_dates_and_leave_look_alikes(kind, text, want):
     import os
