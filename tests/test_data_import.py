@@ -189,14 +189,15 @@ def test_lists_hold_the_names_the_labels_always_mark_and_the_recognizers_option_
                note("p2", "called quartermain", "quartermain"), note("p3", "from Harbor Hosp", "Harbor"),
                note("p4", "HARBOR ED", "HARBOR"), note("p4", "Harbor again", "Harbor"),
                note("p5", "harbor seal on tv"), note("p5", "a harbor view"),  # unlabelled twice: 3 of 5
-               *(note("p6", "Zed unit", "Zed") for _ in range(4))]  # one group only
+               *(note("p6", "Zed unit", "Zed") for _ in range(4)),  # one group only
+               note("p7", "seen at Union", "Union"), note("p8", "UNION HOSP", "UNION")]  # twice, in two groups
     data = tmp_path / "notes.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in records))
     out = tmp_path / "lists.yaml"
     assert data_main(["lists", str(data), "--out", str(out)]) == 0
-    assert load_evidence(str(out)) == {"deny_list": {"LOCATION": ["quartermain"]}}
+    assert load_evidence(str(out)) == {"deny_list": {"LOCATION": ["quartermain", "union"]}}
     assert "'quartermain': LOCATION, 3 / 3, 2" in out.read_text()
-    assert data_main(["lists", str(data), "--out", str(out), "--min-precision", "0.6"]) == 0
+    assert data_main(["lists", str(data), "--out", str(out), "--min-precision", "0.6", "--min-count", "3"]) == 0
     assert load_evidence(str(out))["deny_list"]["LOCATION"] == ["harbor", "quartermain"]
     with pytest.raises(SystemExit):
         data_main(["lists", str(data), "--out", str(out), "--types", "PLACE"])

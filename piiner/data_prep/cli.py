@@ -50,7 +50,7 @@ def parser():
     li.add_argument("--split", default="train")
     li.add_argument("--out", required=True, help="YAML file with deny_list, which --recognizers reads")
     li.add_argument("--types", default="PERSON,LOCATION,ORGANIZATION", help="comma-separated (default: %(default)s)")
-    li.add_argument("--min-count", type=int, default=3, help="labelled at least this often (default: %(default)s)")
+    li.add_argument("--min-count", type=int, default=2, help="labelled at least this often (default: %(default)s)")
     li.add_argument("--min-groups", type=int, default=2,
                     help="in at least this many groups: patients, customers (default: %(default)s)")
     li.add_argument("--min-precision", type=float, default=0.9,

@@ -47,10 +47,12 @@ def read_records(path, split="train"):
     return records
 
 
-def deny_lists(records, types=NAME_TYPES, min_count=3, min_groups=2, min_precision=0.9, min_length=2):
+def deny_lists(records, types=NAME_TYPES, min_count=2, min_groups=2, min_precision=0.9, min_length=2):
     """``({type: [string, ...]}, rows)``: each string the labels give type T at least `min_count` times, in at least
     `min_groups` groups, and in at least `min_precision` of its whole-word occurrences (any case) in the texts that
-    label T. `rows` give, per listed string, ``(string, type, labelled, occurrences, groups)``."""
+    label T. `rows` give, per listed string, ``(string, type, labelled, occurrences, groups)``. Twice in two groups
+    is enough: a ward named in two patients' notes is the institution's, and the share of occurrences labelled
+    keeps out common words."""
     labelled, groups = defaultdict(Counter), defaultdict(set)
     for record in records:
         for span in record["spans"]:
