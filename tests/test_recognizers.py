@@ -298,6 +298,11 @@ def test_a_url_the_model_finds_needs_a_host():
                "wife\nPlease see flow sheet.\nV. Finn, RRT\nq. lander rrt\nCA\nRD--PA LINE PLACED\n"
                "J. Chang PA into evaluate",
      ["Maria", "Neil Meitz", "V. Finn", "q. lander", "J. Chang"]),
+    # A name after "Dr": with its hyphenated part, with a capitalised second name, without a possessive "'s", and
+    # not a word a title stands before in the notes ("DR AND FAMILY"), nor "drawn".
+    ("PERSON", "spoke w/dr vasquez, dr small today\nEXAMINED BY DR LALLY; per dr williams-nuzzo.\n"
+               "Dr. Art White signed. after dr vascuez's meeting\nDR AND FAMILY, labs drawn",
+     ["dr vasquez", "dr small", "DR LALLY", "dr williams-nuzzo", "Dr. Art White", "dr vascuez"]),
 ])
 def test_the_clinical_recognizers_take_pagers_and_short_dates_and_leave_look_alikes(kind, text, want):
     import os
