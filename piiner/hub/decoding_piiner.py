@@ -15,7 +15,7 @@ from .checksums import fold_width
 from .crf_numba import marginals_cpu, viterbi_cpu
 from .encoding_piiner import _as_offset_pairs, _strip_span, paragraphs
 from .pii_schema import TYPE_RULES, split_label
-from .recognizers_piiner import VALIDATORS, date_numbers_valid, ip_valid, phone_valid
+from .recognizers_piiner import PHONE_START, VALIDATORS, date_numbers_valid, ip_valid, phone_valid
 
 
 def merge_windows(windows):
@@ -191,7 +191,7 @@ def _date_part(word):
 def _phone_number_part(word):
     """`(start, end)` of the phone number within `word` where punctuation stands before its first digit, "+" or "("
     ("301 944-5032" of "---301 944-5032"); None when there is none."""
-    first = re.search(r"[\d+(]", word)
+    first = PHONE_START.search(word)
     return (first.start(), len(word)) if first and phone_valid(word[first.start():]) else None
 
 

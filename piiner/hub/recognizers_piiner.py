@@ -94,13 +94,17 @@ _DATE_LAYOUT = re.compile(r"\d{1,4}([-./])\d{1,2}\1\d{1,4}")
 _KEYPAD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "22233344455566677778889999")
 
 
+# Where a phone number starts: its first digit, "+" or "(" (what stands before it is not the number's).
+PHONE_START = re.compile(r"[\d+(]")
+
+
 def phone_valid(value):
     """A layout some phone number has: 7 to 15 digits (letters after the first digits dialled as on a keypad, as in
     1-800-FLOWERS), an extension marker, and not the layout of an SSN or a date; no other character (a time's
     colon). A North American number (10 digits, or 11 after a 1) has an area code and exchange from 2-9 and, written
     with separators, groups of 3-3-4. A number spaced out one digit at a time is read closed up. It starts with a
     digit, "+" or "(": the dashes of "KRISSY---301 944-5032" separate it from the name."""
-    if not re.match(r"\s*[\d+(]", value):
+    if not PHONE_START.match(value.lstrip()):
         return False
     closed = _close_spaced_runs(value.strip())
     core = re.split(r"(?i),?\s*(?:ext\.?|extn\.?|extension|x)\s*\d+$", closed[0] if closed else value.strip())[0]
