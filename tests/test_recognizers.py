@@ -303,6 +303,10 @@ def test_a_url_the_model_finds_needs_a_host():
     ("PERSON", "spoke w/dr vasquez, dr small today\nEXAMINED BY DR LALLY; per dr williams-nuzzo.\n"
                "Dr. Art White signed. after dr vascuez's meeting\nDR AND FAMILY, labs drawn",
      ["dr vasquez", "dr small", "DR LALLY", "dr williams-nuzzo", "Dr. Art White", "dr vascuez"]),
+    # A hospital's name before "hospital" or "hosp", without the noun, and not a word that leads into it.
+    ("LOCATION", "ADMITTED FROM UNION HOSP. FOR ANGINA\nto St. Mary Hospital by ambulance\n911>CALVERT HOSPITAL.\n"
+                 "TIRED OF BEING IN HOSPITAL. admitted to hospital 9/3\nfrom outside hospital, Holy Cross Hospital",
+     ["UNION", "St. Mary", "CALVERT", "Holy Cross"]),
 ])
 def test_the_clinical_recognizers_take_pagers_and_short_dates_and_leave_look_alikes(kind, text, want):
     import os
