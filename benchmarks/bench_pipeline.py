@@ -8,6 +8,7 @@ aggregation_strategy="simple", stride=...)` over a plain `AutoModelForTokenClass
 
     python benchmarks/bench_pipeline.py                         # the table: ~200/1,200/10,000 chars x batch 1/32
     python benchmarks/bench_pipeline.py --profile 1200x32       # where the time goes, stage by stage, both pipelines
+    python benchmarks/bench_pipeline.py --stage-times 200x1     # the same by the wall clock, without a profiler
     python benchmarks/bench_pipeline.py --int8 runs/reference/onnx --model runs/reference   # + the int8 row
     python benchmarks/bench_pipeline.py --model runs/reference --entities before.jsonl      # write, then check
 
@@ -17,6 +18,7 @@ pipeline still finds exactly those (a speed change must not change any entity).
 """
 
 import argparse
+import collections
 import cProfile
 import json
 import os
@@ -140,6 +142,75 @@ def report_profile(ours, stock, size, batch):
     print(f"piiner / stock under the profiler: {totals['piiner'] / totals['stock']:.3f}")
 
 
+# Stages timed by the wall clock (no profiler): the method whose calls are the stage, per pipeline.
+TIMED = {
+    "piiner": [("encoder", "transformers.models.bert.modeling_bert", "BertModel", "forward"),
+               ("char CNN", "piiner.hub.modeling_piiner", "PiiNerCharCNN", "forward"),
+               ("gated fusion", "piiner.hub.modeling_piiner", "PiiNerGatedFusion", "forward"),
+               ("model call (encoder, char CNN, fusion, head, CRF decode)", "piiner.hub.modeling_piiner",
+                "PiiNerForTokenClassification", "forward"),
+               ("windows -> entities (postprocess)", "piiner.hub.pipeline_piiner",
+                "PiiNerTokenClassificationPipeline", "postprocess")],
+    "stock": [("encoder", "transformers.models.bert.modeling_bert", "BertModel", "forward"),
+              ("model call", "transformers.models.bert.modeling_bert", "BertForTokenClassification", "forward"),
+              ("tokens -> entities (postprocess)", "transformers.pipelines.token_classification",
+               "TokenClassificationPipeline", "postprocess")],
+}
+
+
+def stage_times(pipe, docs, batch, name, runs=3):
+    """Milliseconds per document in each stage of `TIMED[name]`, and in all, from the fastest of `runs` runs; each
+    stage's method is wrapped in a timer for the run (a few microseconds a call, where cProfile adds to every
+    Python call)."""
+    import functools
+    import importlib
+
+    totals = collections.Counter()
+
+    def timed(stage, method):
+        @functools.wraps(method)
+        def wrapper(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                totals[stage] += time.perf_counter() - started
+        return wrapper
+
+    originals = []
+    for stage, module, cls, method in TIMED[name]:
+        owner = getattr(importlib.import_module(module), cls)
+        originals.append((owner, method, owner.__dict__[method]))
+        setattr(owner, method, timed(stage, getattr(owner, method)))
+    try:
+        pipe(docs[:batch], batch_size=batch)
+        best = None
+        for _ in range(runs):
+            totals.clear()
+            started = time.perf_counter()
+            pipe(docs, batch_size=batch)
+            total = time.perf_counter() - started
+            if best is None or total < best[0]:
+                best = (total, dict(totals))
+    finally:
+        for owner, method, original in originals:
+            setattr(owner, method, original)
+    total, stages = best
+    return {stage: 1e3 * seconds / len(docs) for stage, seconds in stages.items()}, 1e3 * total / len(docs)
+
+
+def report_stage_times(ours, stock, size, batch):
+    docs = make_documents(DOCS.get(size, 64), size, seed=size)
+    print(f"\nWall-clock ms per document: {len(docs)} documents of ~{size:,} chars, batch {batch}, fastest of 3 runs "
+          "(stages nest: the model call holds the encoder)")
+    for name, pipe in (("piiner", ours), ("stock", stock)):
+        stages, total = stage_times(pipe, docs, batch, name)
+        print(f"| {name} stage | ms |\n|---|---|")
+        for stage, _, _, _ in TIMED[name]:
+            print(f"| {stage} | {stages.get(stage, 0.0):.2f} |")
+        print(f"| total | {total:.2f} |\n")
+
+
 def int8_row(model_dir, onnx_dir, blocks, threads):
     """int8 ONNX against the PyTorch pipeline, batch 1, ~1,200-char documents, interleaved blocks in one process."""
     docs = make_documents(64, 1200, seed=1200)
@@ -195,6 +266,8 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds per cell (median ratio reported)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--profile", metavar="SIZExBATCH", help="profile one cell stage by stage, e.g. 1200x32")
+    p.add_argument("--stage-times", metavar="SIZExBATCH",
+                   help="wall-clock ms per document in each stage of one cell, without a profiler, e.g. 200x1")
     p.add_argument("--int8", metavar="ONNX_DIR", help="also time int8 ONNX against the PyTorch pipeline (--model)")
     p.add_argument("--int8-blocks", type=int, default=20)
     p.add_argument("--entities", metavar="FILE", help="write (first run) or check (later runs) entities of 500 docs")
@@ -218,6 +291,9 @@ def main(argv=None):
     if args.profile:
         size, batch = (int(x) for x in args.profile.lower().split("x"))
         report_profile(ours, stock, size, batch)
+    if args.stage_times:
+        size, batch = (int(x) for x in args.stage_times.lower().split("x"))
+        report_stage_times(ours, stock, size, batch)
     if args.entities:
         check_entities(ours, args.entities)
 
