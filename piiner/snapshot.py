@@ -37,9 +37,25 @@ def check_model_path(model_dir):
 EVIDENCE_KEYS = ("recognizers", "allow_list", "deny_list")
 
 
-def load_evidence(path):
-    """`{"recognizers": [...], "allow_list": [...], "deny_list": {TYPE: [...]}}` from a YAML or JSON file (any of the
-    three keys), each checked as the pipeline checks it; a `ValueError` naming the file and what is wrong."""
+def load_evidence(paths):
+    """`{"recognizers": [...], "allow_list": [...], "deny_list": {TYPE: [...]}}` from one YAML or JSON file or a list
+    of them (any of the three keys in each), each file checked as the pipeline checks it, a `ValueError` naming the
+    file and what is wrong. Several files add up as the pipeline adds a caller's evidence to a model's: recognizers
+    and allow lists in file order, deny lists joined type by type (a shared rules file beside lists drawn from your
+    own labels, `piiner-data lists`)."""
+    merged = {}
+    for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
+        for key, value in _evidence_file(path).items():
+            if key == "deny_list":
+                deny = merged.setdefault(key, {})
+                for type_, words in value.items():
+                    deny[type_] = deny.get(type_, []) + list(words)
+            else:
+                merged[key] = merged.get(key, []) + list(value)
+    return merged
+
+
+def _evidence_file(path):
     from piiner.hub.recognizers_piiner import RecognizerError, evidence_from
     from piiner.options import load_data_file
 

@@ -89,13 +89,15 @@ def test_a_recognizers_file_reaches_the_model_in_the_cli_the_service_and_corpus_
     from piiner.serve.cli import build_app, parser as serve_parser
 
     rules = tmp_path / "rules.yaml"
-    rules.write_text("recognizers:\n  - {type: CASE_ID, pattern: 'CASE-\\d{4}', tier: 2}\n"
-                     "deny_list: {ORGANIZATION: [Acme Corp]}\n")
+    rules.write_text("recognizers:\n  - {type: CASE_ID, pattern: 'CASE-\\d{4}', tier: 2}\n")
+    # A second file adds to the first, as a shared rules file and the lists drawn from one's own labels do.
+    lists = tmp_path / "lists.yaml"
+    lists.write_text("deny_list: {ORGANIZATION: [Acme Corp]}\n")
     text = tmp_path / "in.txt"
     text.write_text("see CASE-1234 from Acme Corp\n")
     out = tmp_path / "out.txt"
-    assert cli.main(["--model", str(snapshot), "--no-progress", "--recognizers", str(rules), str(text), "-o",
-                     str(tmp_path / "out.jsonl"), "--text-output", str(out)]) == 0
+    assert cli.main(["--model", str(snapshot), "--no-progress", "--recognizers", str(rules), "--recognizers",
+                     str(lists), str(text), "-o", str(tmp_path / "out.jsonl"), "--text-output", str(out)]) == 0
     redacted = out.read_text()  # the random model tags the other words as it likes
     assert "[CASE_ID]" in redacted and "[ORGANIZATION]" in redacted and "CASE-1234" not in redacted
 

@@ -316,3 +316,19 @@ def test_the_clinical_recognizers_take_pagers_and_short_dates_and_leave_look_ali
     rules = load_evidence(os.path.join(os.path.dirname(__file__), "..", "configs", "recognizers", "clinical.yaml"))
     pipe = tiny_pipeline(recognizers=rules["recognizers"])
     assert [e["word"] for e in pipe(text) if e["type"] == kind and e["source"] == "user"] == want
+
+
+def test_several_recognizers_files_add_up_in_order_and_a_bad_one_is_named(tmp_path):
+    from piiner.snapshot import load_evidence
+
+    rules, lists, bad = tmp_path / "rules.yaml", tmp_path / "lists.yaml", tmp_path / "bad.yaml"
+    rules.write_text("recognizers:\n  - {type: CASE_ID, pattern: 'CASE-\\d{4}'}\n"
+                     "deny_list: {LOCATION: [harbor]}\nallow_list: [Acme]\n")
+    lists.write_text("deny_list: {LOCATION: [quartermain], PERSON: [helen]}\nallow_list: [Initech]\n")
+    bad.write_text("recognizers:\n  - {type: CASE_ID, pattern: '(unclosed'}\n")
+    assert load_evidence([str(rules), str(lists)]) == {
+        "recognizers": [{"type": "CASE_ID", "pattern": "CASE-\\d{4}"}], "allow_list": ["Acme", "Initech"],
+        "deny_list": {"LOCATION": ["harbor", "quartermain"], "PERSON": ["helen"]}}
+    assert load_evidence(str(lists)) == load_evidence([str(lists)])
+    with pytest.raises(ValueError, match="bad.yaml"):
+        load_evidence([str(rules), str(bad)])

@@ -47,8 +47,9 @@ def parser():
     p.add_argument("--batch-size", type=positive_int, default=16)
     p.add_argument("--rows-per-shard", type=positive_int, default=50_000)
     p.add_argument("--output-format", choices=("jsonl", "parquet"), default="jsonl")
-    p.add_argument("--recognizers", metavar="FILE",
-                   help="YAML or JSON with recognizers, an allow_list and a deny_list, added to the model's own")
+    p.add_argument("--recognizers", metavar="FILE", action="append",
+                   help="YAML or JSON with recognizers, an allow_list and a deny_list, added to the model's own; "
+                        "give it again to add another file")
     p.add_argument("--tables", action="store_true",
                    help="the input is CSV, TSV and Parquet tables: each redacted column by column into a table of its "
                         "own format (column decisions in OUTPUT/column_reports.json)")

@@ -66,9 +66,9 @@ def build_parser():
                         help="also write the redacted text here: the document as it is, or one line per record "
                              "(--format lines; a failed record is an empty line)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.add_argument("--recognizers", metavar="FILE",
+    parser.add_argument("--recognizers", metavar="FILE", action="append",
                         help="YAML or JSON with recognizers (patterns, validators, context words), an allow_list and "
-                             "a deny_list, added to the model's own")
+                             "a deny_list, added to the model's own; give it again to add another file")
     tables = parser.add_argument_group(
         "tables", "A .csv, .tsv or .parquet input (or .jsonl/.json with --table) is redacted as a table: same rows and "
         "columns in the same format, each cell read with its column's name as context, each column decided from a "

@@ -72,8 +72,9 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=16, help="texts per pipeline call (default: 16)")
     p.add_argument("--limit", type=int, help="score only the first N rows (after --source)")
     p.add_argument("--device", help="torch device for --model, e.g. cuda:0 (default: CPU)")
-    p.add_argument("--recognizers", metavar="FILE", help="with --model: YAML or JSON recognizers, allow_list and "
-                                                         "deny_list added to the model's own, as piiner-redact takes")
+    p.add_argument("--recognizers", metavar="FILE", action="append",
+                   help="with --model: YAML or JSON recognizers, allow_list and deny_list added to the model's own, "
+                        "as piiner-redact takes (again to add another file)")
     p.add_argument("--backstop", choices=["regex"], help="add the regex baseline's spans (checksummed identifiers) "
                    "where the scored system found nothing overlapping: the backstop ablation")
     args = p.parse_args(argv)
@@ -175,7 +176,8 @@ def _run_predictor(args, texts):
     pipe = load_pipeline(args.model, args.device, evidence=evidence)
     start = time.perf_counter()
     raw = predict_spans(pipe, texts, batch_size=args.batch_size)
-    made_by = {"model": args.model, **({"recognizers": os.path.abspath(args.recognizers)} if args.recognizers else {})}
+    made_by = {"model": args.model,
+               **({"recognizers": ", ".join(map(os.path.abspath, args.recognizers))} if args.recognizers else {})}
     return raw, time.perf_counter() - start, made_by
 
 

@@ -26,8 +26,9 @@ def parser():
     p.add_argument("--max-batch-chars", type=int, default=defaults.max_batch_chars,
                    help="characters per model call; long texts go in pieces of a quarter of it, cut at paragraph "
                         "boundaries, so a small request waits behind one batch of a large one (default: %(default)s)")
-    p.add_argument("--recognizers", metavar="FILE",
-                   help="YAML or JSON with recognizers, an allow_list and a deny_list, added to the model's own")
+    p.add_argument("--recognizers", metavar="FILE", action="append",
+                   help="YAML or JSON with recognizers, an allow_list and a deny_list, added to the model's own; "
+                        "give it again to add another file")
     p.add_argument("--api-key-env", metavar="VAR",
                    help="environment variable holding the API key(s), comma-separated: requests to /v1/ without one "
                         "get 401")
