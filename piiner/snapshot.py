@@ -43,15 +43,13 @@ def load_evidence(paths):
     file and what is wrong. Several files add up as the pipeline adds a caller's evidence to a model's: recognizers
     and allow lists in file order, deny lists joined type by type (a shared rules file beside lists drawn from your
     own labels, `piiner-data lists`)."""
+    from piiner.hub.recognizers_piiner import join_deny_lists
+
     merged = {}
     for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         for key, value in _evidence_file(path).items():
-            if key == "deny_list":
-                deny = merged.setdefault(key, {})
-                for type_, words in value.items():
-                    deny[type_] = deny.get(type_, []) + list(words)
-            else:
-                merged[key] = merged.get(key, []) + list(value)
+            merged[key] = (join_deny_lists(merged.get(key), value) if key == "deny_list"
+                           else merged.get(key, []) + list(value))
     return merged
 
 

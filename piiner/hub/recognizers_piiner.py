@@ -487,12 +487,18 @@ def evidence_from(recognizers=None, allow_list=None, deny_list=None, builtin=Tru
     return Evidence(tuple(own) + (BUILTIN_RECOGNIZERS if builtin else ()), check_allow_list(allow_list))
 
 
+def join_deny_lists(first, second):
+    """`second` added to `first` type by type, the words of each in order (neither is changed)."""
+    joined = dict(first or {})
+    for type_, words in (second or {}).items():
+        joined[type_] = list(joined.get(type_, [])) + list(words)
+    return joined
+
+
 def config_evidence(config, recognizers=None, allow_list=None, deny_list=None):
     """The `Evidence` a model's config saves (`recognizers`, `allow_list`, `deny_list`, `builtin_recognizers`), with
     a caller's recognizers and lists added to it: what every path from a model's outputs to entities decodes with."""
-    deny = dict(getattr(config, "deny_list", None) or {})
-    for type_, words in (deny_list or {}).items() if isinstance(deny_list, dict) else ():
-        deny[type_] = list(deny.get(type_, [])) + list(words)
+    deny = join_deny_lists(getattr(config, "deny_list", None), deny_list if isinstance(deny_list, dict) else None)
     return evidence_from(
         list(getattr(config, "recognizers", None) or []) + list(recognizers or []),
         list(getattr(config, "allow_list", None) or []) + list(allow_list or []),
@@ -501,5 +507,5 @@ def config_evidence(config, recognizers=None, allow_list=None, deny_list=None):
 
 
 __all__ = ["VALIDATORS", "Recognizer", "RecognizerError", "Match", "Evidence", "BUILTIN_RECOGNIZERS",
-           "evidence_from", "config_evidence", "user_recognizer", "ssn_valid", "card_valid", "card_issuer_valid", "ip_valid",
+           "evidence_from", "config_evidence", "join_deny_lists", "user_recognizer", "ssn_valid", "card_valid", "card_issuer_valid", "ip_valid",
            "email_valid", "mac_valid", "phone_valid", "url_valid", "imei_valid"]
