@@ -206,3 +206,26 @@ def test_lists_hold_the_names_the_labels_always_mark_and_the_recognizers_option_
         (tmp_path / "bad.jsonl").write_text(bad + "\n")
         assert data_main(["lists", str(tmp_path / "bad.jsonl"), "--out", str(out)]) == 2
         assert "bad.jsonl:1: not a record with text and spans" in capsys.readouterr().err
+
+
+def test_piiner_train_reads_an_import_whose_first_split_has_no_span_at_all(tmp_path):
+    # Most notes hold no PII: a split of such notes is still a split. Its spans column, read alone, has no type to
+    # give; the next split's spans must not be cast to that nothing.
+    path = tmp_path / "notes.jsonl"
+    with path.open("w") as f:
+        for patient in range(40):
+            labelled = patient % 2 == 0
+            f.write(json.dumps({"patient": patient, "text": "SEEN BY DR. SMITH ON 7/22." if labelled else "NO PHI.",
+                                "spans": [{"start": 12, "end": 17, "label": "Name"}] if labelled else []}) + "\n")
+    out = tmp_path / "out"
+    assert data_main(["import", str(path), "--format", "jsonl", "--label-map", write_map(tmp_path), "--out", str(out),
+                      "--group-by", "patient"]) == 0
+    train = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
+    (out / "train.jsonl").write_text("".join(json.dumps({**r, "spans": []}) + "\n" for r in train))
+    loaded = load_records(types.SimpleNamespace(dataset=str(out), train_split="train", validation_split="validation",
+                                                test_split="test"))
+    assert loaded["train"].num_rows == len(train) and not any(loaded["train"]["spans"])
+    test_rows = [json.loads(line) for line in (out / "test.jsonl").read_text().splitlines()]
+    assert [[(s["start"], s["end"], s["label"]) for s in spans] for spans in loaded["test"]["spans"]] == [
+        [(s["start"], s["end"], s["label"]) for s in r["spans"]] for r in test_rows]
+    assert any(loaded["test"]["spans"])

@@ -20,6 +20,7 @@ import transformers
 from transformers import AutoTokenizer, EarlyStoppingCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
+from piiner.data_prep.build import features as record_features
 from piiner.hub.decoding_piiner import fails_check, lower_case_ends
 from piiner.hub.encoding_piiner import WindowCoverageError
 from piiner.hub.modeling_piiner import PiiNerForTokenClassification
@@ -52,11 +53,22 @@ def load_records(data_args):
         }
         if not files:
             raise SystemExit(f"{path} holds neither a saved DatasetDict (dataset_dict.json) nor <split>.jsonl files")
-        return datasets.load_dataset("json", data_files=files)
+        return datasets.DatasetDict({split: _read_jsonl_records(file) for split, file in files.items()})
     if data_args.dataset.startswith(LOCAL_PREFIXES) or os.sep in data_args.dataset and not _looks_like_hub_id(path):
         command = f"piiner-data build --sources {data_args.dataset_sources or '<sources>'} --out {data_args.dataset}"
         raise SystemExit(f"dataset folder {data_args.dataset} not found: build it first with\n    {command}")
     return datasets.load_dataset(data_args.dataset)
+
+
+def _read_jsonl_records(file):
+    """One split's records, the record columns typed as a built corpus types them. Arrow reads a column's type off
+    the values: a split whose spans are all empty (notes without PII) has none to read, and read together with
+    the other splits it would set their spans to that nothing. Other fields are kept as Arrow reads them."""
+    split = datasets.load_dataset("json", data_files=file, split="train")
+    typed = record_features()
+    return split.cast(datasets.Features({
+        name: typed[name] if name in typed else feature
+        for name, feature in split.features.items()}))
 
 
 def _looks_like_hub_id(name):
