@@ -448,14 +448,16 @@ def training_card_inputs(trainer, data_args, train_records, n_oversampled, repor
         partial = f"types a source does not label left open (read as absent: {args.absent_types})"
     else:
         partial = "types a source does not label left open"
+    # Distinct records: an adapting run goes over the user's several times, each pass with its own replay.
+    distinct = len(set(train_records["id"])) if "id" in train_records.column_names else len(train_records)
     summary = {
-        "training records": f"{len(train_records):,}" + (
+        "training records": f"{distinct:,}" + (
             f" ({n_oversampled:,} training texts repeated: tier {data_args.oversample_tiers} spans x{data_args.oversample_factor}"
             + (f", sources {data_args.source_repeats}" if data_args.source_repeats else "") + ")"
             if n_oversampled else ""
         ),
         **({"adapted from": f"{model_args.init_from_checkpoint}, with {data_args.replay_records:,} records of "
-                            f"{data_args.replay_dataset} replayed" if data_args.replay_dataset
+                            f"{data_args.replay_dataset} replayed at each pass over the training records" if data_args.replay_dataset
                             else model_args.init_from_checkpoint}
            if model_args is not None and model_args.init_from_checkpoint else {}),
         "records per training text": (f"1 to {data_args.join_texts}, joined by a blank line or a line break"

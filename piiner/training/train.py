@@ -11,6 +11,7 @@ tiers, tokenizer, the model's code files, a model card (README.md) and the evalu
 import dataclasses
 import json
 import logging
+import math
 import os
 import sys
 
@@ -90,17 +91,34 @@ def select_split(records, name, limit, what, label_types):
     return checked
 
 
-def with_replay(train_records, replay_corpus, data_args, label_types, seed):
-    """The user's training records with `replay_records` of the replay corpus's training records mixed in (a seeded
-    sample): adapting on a few hundred documents alone, a model forgets the text it was trained on."""
+def replay_passes(training_args, user_records, replay_records):
+    """How many times a run may go over the user's records: each pass brings its own replayed records. From the
+    samples `max_steps` draws (every process), else the epochs. A record gives one window or more, so counting
+    records errs high, which costs only replayed records tokenized and never drawn."""
+    if training_args.max_steps > 0:
+        samples = (training_args.max_steps * training_args.per_device_train_batch_size
+                   * training_args.gradient_accumulation_steps * training_args.world_size)
+        return max(1, -(-samples // (user_records + replay_records)))
+    return max(1, math.ceil(training_args.num_train_epochs))
+
+
+def with_replay(train_records, replay_corpus, data_args, label_types, seed, passes=1):
+    """The user's training records `passes` times, each time beside `replay_records` of the replay corpus's training
+    records of its own (a seeded sample, none drawn twice while the corpus lasts): adapting on a few hundred
+    documents alone, a model forgets the text it was trained on, and replaying one sample at every pass teaches the
+    model that sample instead (docs/experiments/adapting-to-clinical-notes.md)."""
     replay = select_split(replay_corpus, data_args.train_split, None, "replay", label_types).shuffle(seed=seed)
-    count = min(data_args.replay_records, len(replay))
+    count = min(data_args.replay_records * passes, len(replay))
+    if count < data_args.replay_records * passes:
+        logger.warning("the replay corpus has %d training records, fewer than %d a pass for %d passes: the passes "
+                       "share them", len(replay), data_args.replay_records, passes)
     replay = replay.select(range(count) if data_args.replay_source_power == 1 else
                            replay_by_source(replay["source"], count, data_args.replay_source_power))
     columns = [c for c in JOINED_COLUMNS if c in train_records.column_names and c in replay.column_names]
-    rows = train_records.select_columns(columns).to_list() + replay.select_columns(columns).to_list()
-    logger.info("training on %d records of %s and %d replayed from %s", len(train_records), data_args.dataset,
-                len(replay), data_args.replay_dataset)
+    rows = train_records.select_columns(columns).to_list() * passes + replay.select_columns(columns).to_list()
+    logger.info("training on %d records of %s, up to %d passes over them, each with %d of the %d records replayed "
+                "from %s", len(train_records), data_args.dataset, passes, data_args.replay_records, len(replay),
+                data_args.replay_dataset)
     return datasets.Dataset.from_list(rows)
 
 
@@ -279,7 +297,10 @@ def main(argv=None, extra_callbacks=()):
     replay = (load_records(dataclasses.replace(data_args, dataset=data_args.replay_dataset))
               if data_args.replay_dataset else None)
     if replay is not None and data_args.replay_records > 0:
-        train_records = with_replay(train_records, replay, data_args, label_types, training_args.seed)
+        passes = replay_passes(training_args, len(train_records), data_args.replay_records)
+        if training_args.max_steps <= 0:  # an epoch of the Trainer now goes over every pass
+            training_args.num_train_epochs /= passes
+        train_records = with_replay(train_records, replay, data_args, label_types, training_args.seed, passes)
 
     # What the model trains on: the records, joined into longer texts when asked (the card counts the records).
     train_texts = join_records(train_records, data_args.join_texts, training_args.seed)
