@@ -141,8 +141,8 @@ class DataArguments:
         metadata={"help": "Adapting a trained model to your data: a dataset (as --dataset) whose training records are "
                           "mixed in, so the model keeps what it knew (usually the corpus it was trained on)."})
     replay_records: int = field(
-        default=0, metadata={"help": "How many records of --replay_dataset's training split to mix in (a seeded "
-                                     "random sample)."})
+        default=0, metadata={"help": "How many records of --replay_dataset's training split to mix in at each pass "
+                                     "over the training records, each pass its own (a seeded random sample)."})
     replay_source_power: float = field(
         default=1.0, metadata={"help": "How the replayed records share out over --replay_dataset's sources: each "
                                        "source in proportion to its size to this power. 1, a plain random sample "
