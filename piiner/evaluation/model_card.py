@@ -457,8 +457,8 @@ def training_card_inputs(trainer, data_args, train_records, n_oversampled, repor
             if n_oversampled else ""
         ),
         **({"adapted from": f"{model_args.init_from_checkpoint}, with {data_args.replay_records:,} records of "
-                            f"{data_args.replay_dataset} replayed at each pass over the training records" if data_args.replay_dataset
-                            else model_args.init_from_checkpoint}
+                            f"{data_args.replay_dataset} replayed at each pass over the training records"
+                            if data_args.replay_dataset else model_args.init_from_checkpoint}
            if model_args is not None and model_args.init_from_checkpoint else {}),
         "records per training text": (f"1 to {data_args.join_texts}, joined by a blank line or a line break"
                                      if data_args.join_texts > 1 else "1"),

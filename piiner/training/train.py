@@ -98,7 +98,7 @@ def replay_passes(training_args, user_records, replay_records):
     if training_args.max_steps > 0:
         samples = (training_args.max_steps * training_args.per_device_train_batch_size
                    * training_args.gradient_accumulation_steps * training_args.world_size)
-        return max(1, -(-samples // (user_records + replay_records)))
+        return max(1, math.ceil(samples / (user_records + replay_records)))
     return max(1, math.ceil(training_args.num_train_epochs))
 
 
@@ -108,8 +108,9 @@ def with_replay(train_records, replay_corpus, data_args, label_types, seed, pass
     documents alone, a model forgets the text it was trained on, and replaying one sample at every pass teaches the
     model that sample instead (docs/experiments/adapting-to-clinical-notes.md)."""
     replay = select_split(replay_corpus, data_args.train_split, None, "replay", label_types).shuffle(seed=seed)
-    count = min(data_args.replay_records * passes, len(replay))
-    if count < data_args.replay_records * passes:
+    wanted = data_args.replay_records * passes
+    count = min(wanted, len(replay))
+    if count < wanted:
         logger.warning("the replay corpus has %d training records, fewer than %d a pass for %d passes: the passes "
                        "share them", len(replay), data_args.replay_records, passes)
     replay = replay.select(range(count) if data_args.replay_source_power == 1 else
