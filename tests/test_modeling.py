@@ -373,3 +373,24 @@ def test_ablation_variants_train_and_decode(fusion, use_crf):
         emissions = torch.log_softmax(model.classifier(model.piiner(input_ids, char_ids=char_ids).last_hidden_state), -1)
         assert torch.equal(decoded.decoded_tags[:, 1:], emissions.argmax(-1)[:, 1:])  # each token on its own
         torch.testing.assert_close(decoded.tag_scores[:, 1:], emissions.exp().amax(-1)[:, 1:], atol=1e-5, rtol=1e-4)
+
+
+def test_char_cnn_compiled_loop_gives_the_torch_features_and_follows_new_weights():
+    """Eval without gradients on the CPU runs `char_cnn_numba` from a cached table: the same features as the torch
+    ops (which training runs), repeats and long words included, and new ones after a weight changes in place."""
+    config = PiiNerConfig(encoder_config=tiny_bert_config(), char_kernel_sizes=[2, 3, 5])
+    torch.manual_seed(0)
+    cnn = PiiNerCharCNN(config).eval()
+    generator = torch.Generator().manual_seed(3)
+    lengths = [1, 2, 4, 4, 5, 17, 40, 40, 3]
+    rows = torch.zeros(len(lengths), 48, dtype=torch.long)
+    for i, length in enumerate(lengths):
+        rows[i, :length] = torch.randint(1, 512, (length,), generator=generator)
+    rows[3], rows[7] = rows[2], rows[6]
+    for step in range(2):
+        expected = cnn(rows).detach()  # gradients on: the torch ops
+        with torch.no_grad():
+            assert cnn._inference_on_cpu(rows)
+            torch.testing.assert_close(cnn(rows), expected, atol=1e-6, rtol=1e-5)
+            cnn.embedding.weight[rows[5, 0]] += 1.0  # as a load or an optimizer step would, in place
+    assert not torch.equal(expected[5], expected[4])

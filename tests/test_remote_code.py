@@ -91,8 +91,9 @@ print("REPORT " + json.dumps(report))
 '''
 
 SNAPSHOT_CODE = {
-    "configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "crf_numba.py", "pii_schema.py",
-    "pipeline_piiner.py", "encoding_piiner.py", "decoding_piiner.py", "checksums.py", "recognizers_piiner.py",
+    "configuration_piiner.py", "modeling_piiner.py", "crf_piiner.py", "crf_numba.py", "char_cnn_numba.py",
+    "pii_schema.py", "pipeline_piiner.py", "encoding_piiner.py", "decoding_piiner.py", "checksums.py",
+    "recognizers_piiner.py",
 }
 
 

@@ -10,6 +10,7 @@ positions labelled -100 are skipped as well.
 import inspect
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 from transformers import AutoModel, PreTrainedModel
@@ -17,6 +18,7 @@ from transformers import initialization as init
 from transformers.modeling_outputs import BaseModelOutput
 from transformers.utils import ModelOutput
 
+from .char_cnn_numba import char_features_cpu
 from .configuration_piiner import PiiNerConfig
 from .crf_numba import crf_decode_cpu
 from .crf_piiner import (
@@ -89,6 +91,10 @@ class PiiNerCharCNN(nn.Module):
     weights once (a table of `widest x characters` rows) and a window sums `widest` rows of it
     (`embedding_bag`): a gather where a convolution multiplied every character of every window again. Same sums
     in another order (float rounding apart); `test_modeling.py` checks it against a Conv1d per kernel.
+
+    In eval mode without gradients on the CPU (the pipeline's case) `forward` runs the same sums as one compiled loop
+    (`char_cnn_numba`) over a table of the whole character vocabulary made once per set of weights: as torch ops a
+    call is some seventy small operations whose fixed costs, at batch 1, outweigh the arithmetic.
     """
 
     # Words up to this many characters (most of them) are convolved together at this width at most.
@@ -115,6 +121,8 @@ class PiiNerCharCNN(nn.Module):
         Returns:
             `torch.Tensor` of shape `(num_words, output_dim)`.
         """
+        if self._inference_on_cpu(word_chars):
+            return char_features_cpu(word_chars, *self._inference_table())
         words, inverse = distinct_rows(word_chars)
         lengths = (words != 0).sum(-1)
         # The batch's characters renumbered 0.. in sorted order, the table as small as the batch's alphabet; a
@@ -132,6 +140,27 @@ class PiiNerCharCNN(nn.Module):
             features = short_features.new_empty(words.shape[0], self.output_dim)
             features[short], features[~short] = short_features, long_features
         return self.dropout(features[inverse])
+
+    def _inference_on_cpu(self, word_chars: torch.Tensor) -> bool:
+        """Whether `forward` runs the compiled loop of `char_cnn_numba`: eval mode without gradients on the CPU, and
+        not inside a trace or a compile, which must see torch ops."""
+        return (not self.training and not torch.is_grad_enabled() and word_chars.device.type == "cpu"
+                and not torch.jit.is_tracing() and not torch.compiler.is_compiling()
+                and not torch.is_autocast_enabled("cpu"))
+
+    def _inference_table(self) -> tuple:
+        """The window table of the whole character vocabulary as NumPy `(table, bias, kernel widths)`, made once
+        per set of weights: keyed by each parameter's storage and version, so a weight changed in place (a load, an
+        optimizer step) makes a new one."""
+        key = tuple((id(p), p.data_ptr(), p._version, p.dtype) for p in self.parameters())
+        cached = self.__dict__.get("_cached_inference_table")
+        if cached is None or cached[0] != key:
+            vocabulary = torch.arange(self.embedding.num_embeddings, device=self.embedding.weight.device)
+            table, bias, letters = self._window_table(vocabulary)
+            table = table.float().reshape(max(self.kernel_sizes), letters, -1).numpy()
+            cached = (key, (table, bias.float().numpy(), np.array(self.kernel_sizes, dtype=np.int64)))
+            self.__dict__["_cached_inference_table"] = cached
+        return cached[1]
 
     def encode(self, words: torch.LongTensor, alphabet: torch.LongTensor | None = None) -> torch.Tensor:
         """
