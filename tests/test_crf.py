@@ -105,10 +105,11 @@ def test_log_partition_viterbi_and_marginals_equal_brute_force(seed, constrained
         assert marginals[row, positions].sum(-1).tolist() == pytest.approx([1.0] * len(positions), abs=1e-4)
 
 
-@pytest.mark.parametrize("scale", [1.0, 8.0, 400.0])
+@pytest.mark.parametrize("scale", [0.01, 1.0, 8.0, 400.0])
 def test_decode_equals_brute_force_on_the_full_label_set(scale):
     """The 83 labels of the schema with their BIO constraints, three real positions (571,787 paths), rows with a
-    masked [CLS] and a hole; at scale 400 the marginals run in log space."""
+    masked [CLS] and a hole; at scale 0.01 the emissions barely tell labels apart (a random head: every label is a
+    near source at each step), at scale 400 the marginals run in log space."""
     labels = {i: name for i, name in enumerate(LABELS)}
     crf = PiiNerCRF(labels)
     generator = torch.Generator().manual_seed(int(scale))
@@ -132,7 +133,7 @@ def test_decode_equals_brute_force_on_the_full_label_set(scale):
         probabilities = torch.softmax(score.flatten(), 0).reshape(score.shape)
         expected = torch.stack([probabilities.sum((1, 2)), probabilities.sum((0, 2)), probabilities.sum((0, 1))])
         np.testing.assert_allclose(marginals[row, positions], expected.numpy(), atol=1e-6)
-    assert (tags[mask.numpy()] > 0).any() or scale == 1.0
+    assert (tags[mask.numpy()] > 0).any() or scale <= 1.0
 
 
 def test_compiled_decode_follows_new_transition_scores_in_place():

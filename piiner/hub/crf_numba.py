@@ -49,11 +49,11 @@ def viterbi_cpu(emissions, mask, start, transitions, end):
     """Best path per row: `(tags (batch, seq_len) int64, -100 off the mask; scores (batch,) float32, 0 for a row
     without a real position)`."""
     emissions, mask, start, transitions, end = _arrays(emissions, mask, start, transitions, end, np.float32)
-    sources, counts, spread = _viterbi_tables(transitions.tobytes(), transitions.shape)
+    sources, counts, spread, outgoing = _viterbi_tables(transitions.tobytes(), transitions.shape)
     batch, seq_len, _ = emissions.shape
     tags = np.empty((batch, seq_len), dtype=np.int64)
     scores = np.empty(batch, dtype=np.float32)
-    _viterbi_rows(emissions, mask, start, transitions, end, sources, counts, spread, tags, scores)
+    _viterbi_rows(emissions, mask, start, transitions, outgoing, end, sources, counts, spread, tags, scores)
     return tags, scores
 
 
@@ -77,7 +77,9 @@ def _viterbi_tables(transitions_bytes, shape):
     counts = allowed.sum(axis=1)
     dense = transitions[counts == allowed.shape[1]]  # labels every label may precede ("O", "B-X")
     spread = float((dense.max(axis=1) - dense.min(axis=1)).max()) if len(dense) else 0.0
-    return np.ascontiguousarray(sources.numpy()), counts, np.float32(spread)
+    # [from, to]: a source's moves to every label side by side, which the step reads as one vector.
+    outgoing = np.ascontiguousarray(transitions.T)
+    return np.ascontiguousarray(sources.numpy()), counts, np.float32(spread), outgoing
 
 
 @functools.lru_cache(maxsize=8)
@@ -97,7 +99,7 @@ def _marginal_tables(start_bytes, transitions_bytes, end_bytes, shape):
     row_max[to])`, 0 on the other rows. And for choosing the pass: the spread of the finite start, transition and
     end scores."""
     transitions = np.frombuffer(transitions_bytes, dtype=np.float64).reshape(shape)
-    sources, counts, _ = _viterbi_tables(transitions.astype(np.float32).tobytes(), shape)
+    sources, counts, _, _ = _viterbi_tables(transitions.astype(np.float32).tobytes(), shape)
     dense = counts == shape[1]
     row_max = np.where(dense, transitions.max(axis=1), 0.0)
     factors = np.where(dense[:, None], np.exp(transitions - row_max[:, None]), 0.0)
@@ -122,13 +124,16 @@ def _arrays(emissions, mask, start, transitions, end, dtype):
 
 
 @_compile
-def _viterbi_rows(emissions, mask, start, transitions, end, sources, source_counts, spread, tags, best_scores):
+def _viterbi_rows(emissions, mask, start, transitions, outgoing, end, sources, source_counts, spread, tags,
+                  best_scores):
     batch, seq_len, num_labels = emissions.shape
     positions = np.empty(seq_len, np.int64)
     backpointers = np.empty((seq_len, num_labels), np.int32)
     score = np.empty(num_labels, np.float32)
     new = np.empty(num_labels, np.float32)
     near = np.empty(num_labels, np.int64)
+    incoming = np.empty(num_labels, np.float32)  # each label's best score over its sources at this step
+    incoming_from = np.empty(num_labels, np.int32)
     for b in range(batch):
         length = 0
         for t in range(seq_len):
@@ -152,27 +157,34 @@ def _viterbi_rows(emissions, mask, start, transitions, end, sources, source_coun
                 if score[i] >= floor:
                     near[count] = i
                     count += 1
+            # Every label's best source among the near ones, a source at a time over all labels at once (a
+            # vector step when many are near, as with emissions that barely tell labels apart); sources in
+            # increasing order and a strict comparison, so ties go to the lower label.
+            first = near[0]
             for j in range(num_labels):
-                if source_counts[j] == num_labels:
-                    arg = near[0]
-                    top = score[arg] + transitions[j, arg]
-                    for c in range(1, count):
-                        i = near[c]
-                        value = score[i] + transitions[j, i]
-                        if value > top:
-                            top = value
-                            arg = i
-                else:
+                incoming[j] = score[first] + outgoing[first, j]
+                incoming_from[j] = first
+            for c in range(1, count):
+                i = near[c]
+                for j in range(num_labels):
+                    value = score[i] + outgoing[i, j]
+                    if value > incoming[j]:
+                        incoming[j] = value
+                        incoming_from[j] = i
+            for j in range(num_labels):
+                if source_counts[j] < num_labels:  # "I-X": its allowed sources, near or not
                     arg = sources[j, 0]
-                    top = score[arg] + transitions[j, arg]
+                    best_j = score[arg] + transitions[j, arg]
                     for c in range(1, source_counts[j]):
                         i = sources[j, c]
                         value = score[i] + transitions[j, i]
-                        if value > top:
-                            top = value
+                        if value > best_j:
+                            best_j = value
                             arg = i
-                new[j] = top + emissions[b, t, j]
-                backpointers[k, j] = arg
+                    incoming[j] = best_j
+                    incoming_from[j] = arg
+                new[j] = incoming[j] + emissions[b, t, j]
+                backpointers[k, j] = incoming_from[j]
             score[:] = new
         arg = 0
         top = score[0] + end[0]
