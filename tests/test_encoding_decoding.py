@@ -497,10 +497,9 @@ def _checked_middle_token(text, offsets, labels, ranked, **checks):
     emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
     mask = np.ones(3, dtype=bool)
     crf = np.zeros(len(labels), np.float32), np.zeros((len(labels),) * 2, np.float32), np.zeros(len(labels), np.float32)
-    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    tags, _ = crf_decode_cpu(emissions[None], mask[None], *crf)
     assert list(tags[0]) == [0, ranked[0], 0]
-    tags, scores = checked_window(text, offsets, tags[0], marginals[0][np.arange(3), tags[0]], emissions, mask, crf,
-                                  labels, {}, **checks)
+    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels, {}, **checks)
     return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})]
 
 
@@ -673,10 +672,10 @@ def test_a_span_is_decoded_again_until_its_type_passes_however_many_types_fail_f
     emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
     mask = np.ones(4, dtype=bool)
     crf = np.zeros(len(labels), np.float32), np.zeros((len(labels),) * 2, np.float32), np.zeros(len(labels), np.float32)
-    tags, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    tags, _ = crf_decode_cpu(emissions[None], mask[None], *crf)
     assert labels[int(tags[0][2])] == "B-IP_ADDRESS"
-    tags, scores = checked_window(text, offsets, tags[0], marginals[0][np.arange(4), tags[0]], emissions, mask, crf,
-                                  labels, {}, capitalised_types=["PERSON", "LOCATION", "ORGANIZATION"])
+    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels, {},
+                                  capitalised_types=["PERSON", "LOCATION", "ORGANIZATION"])
     assert [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})] == [
         ("745.25.1139", "SSN")]
 
@@ -696,10 +695,9 @@ def _checked_tokens(text, offsets, tags, runner_up, labels=CASED_LABELS, **check
     emissions = np.log(probs / probs.sum(-1, keepdims=True)).astype(np.float32)
     mask = np.ones(len(offsets), dtype=bool)
     crf = tuple(t.detach().numpy() for t in PiiNerCRF(labels).constrained_transitions())
-    best, marginals = crf_decode_cpu(emissions[None], mask[None], *crf)
+    best, _ = crf_decode_cpu(emissions[None], mask[None], *crf)
     assert list(best[0]) == list(tags)
-    tags, scores = checked_window(text, offsets, best[0], marginals[0][np.arange(len(offsets)), best[0]], emissions,
-                                  mask, crf, labels, {}, **checks)
+    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels, {}, **checks)
     return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})]
 
 

@@ -4,6 +4,7 @@ The graph is exported once per module (the export traces the model, a few second
 
 from collections import Counter
 
+import numpy as np
 import pytest
 import torch
 from conftest import OverflowStopsEarly, build_tiny_tokenizer, tiny_bert_config, tiny_deberta_config
@@ -13,6 +14,7 @@ from piiner.export.onnx_export import PiiNerExportWrapper, export_onnx, graph_in
 from piiner.export.onnx_runtime import OnnxPiiNer
 from piiner.export.quantize import quantize_int8
 from piiner.hub.configuration_piiner import PiiNerConfig
+from piiner.hub.crf_numba import crf_decode_cpu
 from piiner.hub.modeling_piiner import PiiNerForTokenClassification
 from piiner.hub.pii_schema import LABELS, PII_TYPES
 from piiner.hub.encoding_piiner import WindowCoverageError, encode_texts
@@ -109,9 +111,18 @@ def test_onnx_outputs_equal_pytorch_on_new_shapes(exported):
                     decode=True)
         emissions = emissions_of(model, batch)
     torch.testing.assert_close(torch.from_numpy(got["emissions"]), emissions, atol=1e-4, rtol=1e-5)
-    assert torch.equal(torch.from_numpy(got["decoded_tags"]), out.decoded_tags)
-    torch.testing.assert_close(torch.from_numpy(got["tag_scores"]), out.tag_scores, atol=1e-4, rtol=1e-4)
+    assert torch.equal(torch.from_numpy(got["crf_mask"]), out.decoded_tags != -100)
+    tags, scores = decoded(got)
+    assert torch.equal(torch.from_numpy(tags), out.decoded_tags)
+    torch.testing.assert_close(torch.from_numpy(scores).float(), out.tag_scores, atol=1e-4, rtol=1e-4)
     assert (out.decoded_tags[:, 0] == -100).all()  # [CLS] stays outside the CRF in the graph too
+
+
+def decoded(graph_outputs):
+    """The Viterbi tags and their marginals of a graph call's emissions and CRF scores (`OnnxPiiNer.run`)."""
+    mask = graph_outputs["crf_mask"]
+    tags, marginals = crf_decode_cpu(graph_outputs["emissions"], mask, *graph_outputs["crf"])
+    return tags, np.take_along_axis(marginals, np.maximum(tags, 0)[..., None], axis=-1)[..., 0] * mask
 
 
 def entity_keys(entities):
@@ -161,7 +172,7 @@ def test_int8_graph_finds_valid_spans(exported):
             assert e["type"] in PII_TYPES and e["tier"] == model.config.type_to_tier[e["type"]]
             assert 0.0 <= e["score"] <= 1.0 + 1e-6
     batch = encode_texts(tokenizer, TEXTS[:2], model.config)
-    tags = finder.run(batch["input_ids"], batch["attention_mask"], batch["char_ids"])["decoded_tags"]
+    tags, _ = decoded(finder.run(batch["input_ids"], batch["attention_mask"], batch["char_ids"]))
     # The CRF decode is still constrained: no "I-X" after anything but "B-X"/"I-X".
     for row in tags.tolist():
         real = [LABELS[t] for t in row if t != -100]
@@ -195,7 +206,7 @@ def test_deberta_encoder_exports(tmp_path):
     with torch.no_grad():
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], char_ids=batch["char_ids"],
                     decode=True)
-    assert torch.equal(torch.from_numpy(got["decoded_tags"]), out.decoded_tags)
+    assert torch.equal(torch.from_numpy(decoded(got)[0]), out.decoded_tags)
 
 
 def same_entities(got, expected, tolerance=1e-5):

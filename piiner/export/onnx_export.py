@@ -4,9 +4,9 @@ The graph takes `input_ids`, `attention_mask`, `word_chars` (the batch's distinc
 token's word, -1 for none; `graph_inputs` makes both from the model's `char_ids`), with dynamic batch, sequence,
 word-count and word-length axes, and returns `emissions` (log-softmax emission scores), `crf_mask` (the CRF
 positions) and the constrained CRF scores `crf_start`, `crf_transitions` (`[to, from]`), `crf_end`. The runtime
-(`export.onnx_runtime`) decodes them with `crf_numba.crf_decode_cpu`, the very function the PyTorch model runs at
-inference on the CPU (a decode inside the graph as `Scan` loops cost more than the int8 encoder: onnxruntime runs a
-`Scan` body node by node).
+(`export.onnx_runtime`) decodes them with `decoding_piiner.entities_from_windows`, the very function the PyTorch
+pipeline runs (a decode inside the graph as `Scan` loops cost more than the int8 encoder: onnxruntime runs a `Scan`
+body node by node).
 
 `PiiNerForTokenClassification.forward` itself does not export: the char CNN runs only on the tokens that have
 characters (boolean indexing, a data-dependent shape), groups and trims the words, and the CRF loops in Python over

@@ -1,8 +1,8 @@
 """Run an exported piiner graph with onnxruntime: text in, the same entities as the PyTorch pipeline out.
 
 The text side is shared with the pipeline, not re-implemented: `encoding_piiner.encode_texts` makes the windows
-and char ids; the graph gives emissions and CRF scores, decoded by `crf_numba.crf_decode_cpu` (the function the
-PyTorch model itself runs at inference on the CPU); `merge_windows` and `decode_entities` turn them into entities.
+and char ids; the graph gives emissions and CRF scores, which `decoding_piiner.entities_from_windows` decodes and
+turns into entities, as it does the PyTorch model's in the pipeline.
 Only the encoder call differs, so the two paths disagree only where float rounding flips a tag.
 
 Usage:
@@ -19,7 +19,6 @@ from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import onnx
 import onnxruntime
 import torch
@@ -32,7 +31,6 @@ from piiner.export.onnx_export import (
     graph_inputs,
 )
 from piiner.hub.configuration_piiner import PiiNerConfig
-from piiner.hub.crf_numba import crf_decode_cpu
 from piiner.hub.decoding_piiner import entities_from_windows, filter_results, result_filters
 from piiner.hub.recognizers_piiner import config_evidence
 from piiner.hub.encoding_piiner import check_tokenizer_windows, encode_texts, length_order, trim_char_ids
@@ -138,14 +136,12 @@ class OnnxPiiNer:
 
     def run(self, input_ids, attention_mask, char_ids) -> dict:
         """One graph call on already-encoded windows (tensors or arrays, the model's inputs); returns `emissions`,
-        `decoded_tags`, `tag_scores`, `crf_mask` and `crf` (the constrained start, transitions and end) as arrays."""
+        `crf_mask` and `crf` (the constrained start, transitions and end) as arrays, what `entities_from_windows`
+        decodes."""
         feeds = dict(zip(INPUT_NAMES, graph_inputs(input_ids, attention_mask, char_ids)))
         out = dict(zip(self.output_names, self.session.run(self.output_names, feeds)))
-        mask = out.pop("crf_mask")
         crf = (out.pop("crf_start"), out.pop("crf_transitions"), out.pop("crf_end"))
-        tags, marginals = crf_decode_cpu(out["emissions"], mask, *crf)
-        scores = np.take_along_axis(marginals, np.maximum(tags, 0)[..., None], axis=-1)[..., 0] * mask
-        return {**out, "decoded_tags": tags, "tag_scores": scores.astype(np.float32), "crf_mask": mask, "crf": crf}
+        return {**out, "crf": crf}
 
     def __call__(self, texts, batch_size: int = 32, max_length: int | None = None, stride: int | None = None,
                  min_score=None, ignore_labels=None):
@@ -189,8 +185,7 @@ class OnnxPiiNer:
             out = self.run(encoding["input_ids"][rows, cols], encoding["attention_mask"][rows, cols], char_ids)
             for i, sample in enumerate(samples[rows]):
                 offsets = encoding["offset_mapping"][first + i, cols]
-                windows_of[sample].append((offsets, out["decoded_tags"][i], out["tag_scores"][i],
-                                           out["emissions"][i], out["crf_mask"][i]))
+                windows_of[sample].append((offsets, out["emissions"][i], out["crf_mask"][i]))
                 crf = out["crf"]
         return [entities_from_windows(text, windows_of[sample], self.config, crf, self.evidence)
                 for sample, text in enumerate(texts)]

@@ -20,7 +20,8 @@ def _compile(function):
         return numba.njit(nogil=True, fastmath={"reassoc", "contract", "nsz", "arcp"})(function)
 
 
-def char_features_cpu(words: torch.LongTensor, table: np.ndarray, bias: np.ndarray, kernels: np.ndarray) -> torch.Tensor:
+def char_features_cpu(words: torch.LongTensor, table: np.ndarray, bias: np.ndarray,
+                      kernels: np.ndarray) -> torch.Tensor:
     """
     Features of each row of `words` (char ids, 0-padded on the right), float32 `(num_words, channels)`.
 

@@ -56,6 +56,27 @@ def begin_of(id2label: dict) -> torch.Tensor:
     )
 
 
+def crf_positions(
+    attention_mask: torch.Tensor,
+    char_ids: torch.LongTensor | None = None,
+    special_tokens_mask: torch.Tensor | None = None,
+    labels: torch.LongTensor | None = None,
+) -> torch.BoolTensor:
+    """
+    The positions the CRF runs over: inside the attention mask, and a real text token, which is a token with
+    characters when `char_ids` is given (special tokens have none), else a token not flagged by
+    `special_tokens_mask`; with `labels`, positions labelled -100 are skipped too.
+    """
+    mask = attention_mask.bool()
+    if char_ids is not None:
+        mask = mask & (char_ids != 0).any(-1)
+    elif special_tokens_mask is not None:
+        mask = mask & ~special_tokens_mask.bool()
+    if labels is not None:
+        mask = mask & (labels != -100)
+    return mask
+
+
 class PiiNerCRF(nn.Module):
     """
     Parameters of the CRF: start, end and transition scores, plus the BIO constraint as non-trainable masks.

@@ -419,37 +419,37 @@ def _evidence_masks(pairs, crf_mask, matches, label2id):
 MAX_CHECK_ROUNDS = 3
 
 
-def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf, id2label, type_to_tier,
-                   multiline_types=(), capitalised_types=(), matches=()):
-    """One window's tags and scores, decoded under the recognizers' evidence, with no entity that fails its type's
-    check (`fails_check`: `TYPE_CHECKS`, and a capital letter for `capitalised_types` in mixed-case text), or, for
-    those types, ends in a word written in lower case (`lower_case_ends`), or runs over whitespace in a type that
+def checked_window(text, offsets, emissions, crf_mask, crf, id2label, type_to_tier, multiline_types=(),
+                   capitalised_types=(), matches=()):
+    """One window's tags and scores: its CRF decode under the recognizers' evidence, with no entity that fails its
+    type's check (`fails_check`: `TYPE_CHECKS`, and a capital letter for `capitalised_types` in mixed-case text), or,
+    for those types, ends in a word written in lower case (`lower_case_ends`), or runs over whitespace in a type that
     never holds any (`UNBROKEN_TYPES`), or holds a letter in a type written in digits where the type does not allow
-    it (`DIGIT_TYPES`).
+    it (`DIGIT_TYPES`). The window's only decode: the model's emissions in, one Viterbi pass a round, the marginals
+    once, of the last chain.
 
     Recognizer `matches` (`recognizers_piiner.Evidence.find`) come first: their tokens may take only the match's
     labels (`_evidence_masks`), so a valid SSN the model scored as a phone number is decoded as an SSN, whole, and
     the path around it is the best one that agrees. Then, where the best path holds an entity that fails a check,
     labels of its type are forbidden (`_forbidden`: on its tokens; on the tokens of its lower-case end words only,
     for the second kind; its I- label after the space, for the third; on the lettered tokens, for the fourth) and the
-    window is decoded again (the same Viterbi, `viterbi_cpu`; the marginals once, at the end): "745.25.1139" tagged
-    IP_ADDRESS becomes what the model ranks next there; "Weehawken docks" tagged LOCATION becomes "Weehawken". At
-    most `MAX_CHECK_ROUNDS` such rounds; an entity failing after them is dropped (its tokens set to O), so the work
-    per window is bounded whatever the emissions. Entities on recognizer matches are not checked again. Scores after
-    a decode again are the marginals of the constrained chain.
+    window is decoded again (`viterbi_cpu`): "745.25.1139" tagged IP_ADDRESS becomes what the model ranks next there;
+    "Weehawken docks" tagged LOCATION becomes "Weehawken". At most `MAX_CHECK_ROUNDS` such rounds; an entity failing
+    after them is dropped (its tokens set to O), so the work per window is bounded whatever the emissions. Entities
+    on recognizer matches are not checked again. Scores are the marginals of the chain decoded last.
 
     Args:
-        offsets, tag_ids, tag_scores: the window's tokens and their decoded tags and scores, as `merge_windows` takes.
+        offsets: the window's tokens' character offsets, as `merge_windows` takes them.
         emissions (`(seq_len, num_labels)`): the window's log-softmax emission scores.
-        crf_mask (`(seq_len,)`): the CRF positions. crf: the constrained `(start, transitions, end)`.
+        crf_mask (`(seq_len,)`): the CRF positions (`crf_piiner.crf_positions`). crf: the constrained
+            `(start, transitions, end)`.
         matches: the text's recognizer matches (character offsets into `text`).
 
     Returns:
-        `(tag_ids, tag_scores)`, of a path on which every entity passes its check.
+        `(tag_ids, tag_scores)` per token (-100 and 0 off the CRF), a path on which every entity passes its check.
 
     The checks read the text as the model does (`fold_width`, once per text): "１０．０．０．１" is an IP address.
     """
-    tag_ids = tag_ids.tolist() if isinstance(tag_ids, torch.Tensor) else tag_ids
     mask = np.asarray(crf_mask, dtype=bool)
     pairs = _as_offset_pairs(offsets)
     spans = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -457,23 +457,29 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
     window = (min((s for s, e in pairs if e > s), default=0), max((e for s, e in pairs if e > s), default=0))
     matches = [m for m in matches if m.start < window[1] and m.end > window[0]]
     forced, no_continue = _evidence_masks(pairs, mask, matches, label2id) if matches else ({}, [])
-    tagged = {int(tag_id) for tag_id in tag_ids if int(tag_id) >= 0}
-    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | set(DIGIT_TYPES)
-    if not forced and not any(_label_of(tag_id, id2label)[1] in checked for tag_id in tagged):  # nothing to do
-        return tag_ids, tag_scores
-    emissions = np.array(emissions, dtype=np.float32)
+    emissions = np.array(emissions, dtype=np.float32)  # a copy: the evidence and the checks write into it
     for token, label in forced.items():
         kept = emissions[token, label]
         emissions[token] = FORBIDDEN_EMISSION
         emissions[token, label] = kept
     for token, label in no_continue:
         emissions[token, label] = FORBIDDEN_EMISSION
-    decoded = bool(forced) and any(int(tag_ids[t]) != label for t, label in forced.items())
-    if decoded:
-        tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
-    text = _folded(text)
+    tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
+    checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | set(DIGIT_TYPES)
+    if any(_label_of(int(tag_id), id2label)[1] in checked for tag_id in set(tag_ids[mask].tolist())):
+        tag_ids = _passing_checks(_folded(text), offsets, pairs, spans, tag_ids, emissions, mask, crf, id2label,
+                                  label2id, type_to_tier, multiline_types, capitalised_types, matches)
+    marginals = marginals_cpu(emissions[None], mask[None], *crf)[0]
+    return tag_ids, np.take_along_axis(marginals, np.maximum(tag_ids, 0)[:, None], axis=-1)[:, 0] * mask
+
+
+def _passing_checks(text, offsets, pairs, spans, tag_ids, emissions, mask, crf, id2label, label2id, type_to_tier,
+                    multiline_types, capitalised_types, matches):
+    """`checked_window`'s rounds: the tags of a path on which every entity passes its check, `emissions` written with
+    the labels each round forbade."""
     evidence = [(m.start, m.end) for m in matches]
     known = {}  # (start, end, type) -> verdict: a span that a decode again leaves as it was is not checked again
+    no_scores = np.zeros(len(tag_ids))  # the rounds read spans and types only
 
     def verdict(entity):
         key = (entity["start"], entity["end"], entity["type"])
@@ -482,7 +488,7 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
         return known[key]
 
     for round_ in range(MAX_CHECK_ROUNDS + 1):
-        entities = [e for e in decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier,
+        entities = [e for e in decode_entities(text, offsets, tag_ids, no_scores, id2label, type_to_tier,
                                                multiline_types)
                     if not any(e["start"] < end and e["end"] > start for start, end in evidence)]
         verdicts = [(e, verdict(e)) for e in entities]
@@ -491,18 +497,14 @@ def checked_window(text, offsets, tag_ids, tag_scores, emissions, crf_mask, crf,
             break
         if round_ == MAX_CHECK_ROUNDS:  # still failing: drop those entities whole
             tag_ids = np.array(tag_ids, copy=True)
-            for entity, verdict in verdicts:
-                if verdict:
+            for entity, failed in verdicts:
+                if failed:
                     tag_ids[_tokens_over(spans, [(entity["start"], entity["end"])])] = label2id["O"]
             break
         for tokens, labels in forbidden:
             emissions[np.ix_(tokens, labels)] = FORBIDDEN_EMISSION
         tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
-        decoded = True
-    if decoded:  # the marginals once, of the last chain
-        marginals = marginals_cpu(emissions[None], mask[None], *crf)[0]
-        tag_scores = np.take_along_axis(marginals, np.maximum(tag_ids, 0)[:, None], axis=-1)[:, 0] * mask
-    return tag_ids, tag_scores
+    return tag_ids
 
 
 def entities_from_windows(text, windows, config, crf, evidence=None, aggregation_strategy="simple"):
@@ -511,8 +513,8 @@ def entities_from_windows(text, windows, config, crf, evidence=None, aggregation
 
     Args:
         text (`str`): the text the windows' offsets point into.
-        windows: per window `(offsets, tag_ids, tag_scores, emissions, crf_mask)`: its tokens' offsets, the CRF's
-            tags and scores, the log-softmax emissions and the CRF positions.
+        windows: per window `(offsets, emissions, crf_mask)`: its tokens' offsets, the log-softmax emissions and
+            the CRF positions.
         config: the model config (`id2label`, `type_to_tier`, `multiline_types`, `capitalised_types`).
         crf: the constrained `(start, transitions, end)` of the CRF.
         evidence (`recognizers_piiner.Evidence`, *optional*): recognizers and the allow list.
@@ -528,10 +530,9 @@ def entities_from_windows(text, windows, config, crf, evidence=None, aggregation
     capitalised_types = getattr(config, "capitalised_types", None) or ()
     matches = evidence.find(text) if evidence else ()
     checked = []
-    for offsets, tags, scores, emissions, crf_mask in windows:
-        checked.append((offsets, *checked_window(text, offsets, tags, scores, emissions, crf_mask, crf,
-                                                 config.id2label, type_to_tier, multiline_types, capitalised_types,
-                                                 matches)))
+    for offsets, emissions, crf_mask in windows:
+        checked.append((offsets, *checked_window(text, offsets, emissions, crf_mask, crf, config.id2label,
+                                                 type_to_tier, multiline_types, capitalised_types, matches)))
     offsets, tags, scores = merge_windows(checked)
     if aggregation_strategy != "simple":
         return decode_tokens(text, offsets, tags, scores, config.id2label, type_to_tier)

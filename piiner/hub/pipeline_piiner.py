@@ -4,8 +4,7 @@ Ships with the weights (named in the config's `custom_pipelines`), so
 
     pipeline("token-classification", model=DIR, trust_remote_code=True)
 
-builds it for any saved piiner snapshot. Imports only torch, NumPy, transformers and its siblings `encoding_piiner`
-and `decoding_piiner`.
+builds it for any saved piiner snapshot. Imports only torch, NumPy, transformers and its siblings.
 """
 
 import importlib
@@ -14,9 +13,9 @@ import numpy as np
 import torch
 from transformers.pipelines.base import ChunkPipeline
 
-from .encoding_piiner import check_tokenizer_windows, encode_texts, length_order
-
+from .crf_piiner import crf_positions
 from .decoding_piiner import entities_from_windows, filter_results, result_filters
+from .encoding_piiner import check_tokenizer_windows, encode_texts, length_order
 from .recognizers_piiner import config_evidence
 
 
@@ -161,17 +160,12 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
                 f"{type(self.model).__name__} is in training mode, where dropout makes its answers noise: put it in "
                 "eval mode (model.eval()) before running the pipeline"
             )
-        output = self.model(**model_inputs, decode=True)
-        tags, scores = output.get("decoded_tags"), output.get("tag_scores")
-        if tags is None or scores is None:
-            raise ValueError(
-                f"{type(self.model).__name__} returned no decoded_tags/tag_scores: the pipeline needs a piiner "
-                "model (PiiNerForTokenClassification)"
-            )
-        # The emissions go along so that postprocess can decode a window again where an entity fails its type's check.
-        emissions = torch.log_softmax(output["logits"].float(), dim=-1)
-        return {"decoded_tags": tags, "tag_scores": scores.float(), "emissions": emissions, "offset_mapping": offsets,
-                "text": text, "is_last": is_last}
+        # No decode here: postprocess decodes each window once, under the recognizers' evidence and the type checks
+        # (`decoding_piiner.checked_window`), from the emissions and the CRF positions.
+        logits = self.model(**model_inputs)["logits"]
+        return {"emissions": torch.log_softmax(logits.float(), dim=-1), "offset_mapping": offsets, "text": text,
+                "crf_mask": crf_positions(model_inputs["attention_mask"], model_inputs["char_ids"]),
+                "is_last": is_last}
 
     def _batch_char_ids(self, windows, seq_len):
         """(B, T, C) char ids from the windows' (T_i, C_i) arrays, placed as the collate placed their tokens."""
@@ -187,8 +181,7 @@ class PiiNerTokenClassificationPipeline(ChunkPipeline):
     def postprocess(self, all_outputs, aggregation_strategy="simple", min_score=None, ignore_labels=frozenset(),
                     evidence=None):
         text = all_outputs[0]["text"]
-        windows = [(out["offset_mapping"][0], out["decoded_tags"][0], out["tag_scores"][0], out["emissions"][0],
-                    out["decoded_tags"][0] >= 0) for out in all_outputs]
+        windows = [(out["offset_mapping"][0], out["emissions"][0], out["crf_mask"][0]) for out in all_outputs]
         results = entities_from_windows(text, windows, self.model.config, self.model._transition_scores(),
                                         self._evidence if evidence is None else evidence, aggregation_strategy)
         return filter_results(results, min_score, ignore_labels)

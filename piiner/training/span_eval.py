@@ -1,8 +1,8 @@
 """Evaluation during training: window predictions -> character spans of the original texts -> strict span scores.
 
-The Trainer hands over per-window emissions, Viterbi tags and confidences; each text's windows become entities by
-``decoding_piiner.entities_from_windows``, the function the pipeline and the ONNX runtime use (recognizers, type
-checks and decoding again included), and are scored against the records' gold spans with
+The Trainer hands over per-window emissions and tags (whose -100 marks the positions outside the CRF); each text's
+windows are decoded and become entities by ``decoding_piiner.entities_from_windows``, the function the pipeline and
+the ONNX runtime use (recognizers and type checks included), and are scored against the records' gold spans with
 ``evaluation.metrics.span_metrics`` (predictions inside a record's unjudged
 spans set aside, and, in a record that labels some types only, predictions of the types it does not label: they
 are neither right nor wrong there): the same path the pipeline takes.
@@ -16,18 +16,19 @@ from piiner.hub.decoding_piiner import entities_from_windows
 from piiner.hub.recognizers_piiner import config_evidence
 
 
-def keep_tags_and_scores(outputs, labels):
-    """``preprocess_logits_for_metrics``: each window's log-softmax emissions, decoded tags and confidences, what
-    the pipeline's postprocess reads (the emissions let a window whose entity fails a check be decoded again).
+def keep_emissions_and_tags(outputs, labels):
+    """``preprocess_logits_for_metrics``: each window's log-softmax emissions, which the pipeline's postprocess
+    decodes, and the model's tags, whose -100 marks the positions outside the CRF (padding too, once the Trainer
+    joins batches of other lengths).
 
     `PiiNerTrainer.prediction_step` asks the model to decode, so its outputs (after the loss) are (logits,
     decoded_tags, tag_scores, ...)."""
     if isinstance(outputs, torch.Tensor) or len(outputs) < 3:
         raise ValueError("the model returned no decoded_tags/tag_scores; is it a piiner model run by PiiNerTrainer?")
-    logits, decoded_tags, tag_scores = outputs[0], outputs[1], outputs[2]
-    if decoded_tags.is_floating_point() or not tag_scores.is_floating_point():
+    logits, decoded_tags = outputs[0], outputs[1]
+    if decoded_tags.is_floating_point():
         raise ValueError("expected (logits, decoded_tags, tag_scores, ...) as the eval outputs of the model")
-    return torch.log_softmax(logits.float(), dim=-1), decoded_tags, tag_scores.float()
+    return torch.log_softmax(logits.float(), dim=-1), decoded_tags
 
 
 class SpanEvaluator:
@@ -54,25 +55,22 @@ class SpanEvaluator:
         self.last_report = None
         self.last_predictions = None
 
-    def predict_spans(self, emissions, decoded_tags, tag_scores):
-        """Entities per text from per-window emissions, tags and scores (rows aligned with `features`)."""
+    def predict_spans(self, emissions, decoded_tags):
+        """Entities per text from per-window emissions and tags (rows aligned with `features`)."""
         if len(decoded_tags) != len(self.offsets):
             raise ValueError(f"got predictions for {len(decoded_tags)} windows, the eval set has {len(self.offsets)}")
         windows = [[] for _ in self.texts]
         for row, (example, offsets) in enumerate(zip(self.example_index, self.offsets)):
             n = len(offsets)
-            # Positions outside the CRF carry -100 (padding too, where the Trainer joined batches of other lengths).
-            tags = decoded_tags[row][:n]
-            windows[example].append((offsets, tags.tolist(), tag_scores[row][:n].tolist(), emissions[row][:n],
-                                     tags >= 0))
+            windows[example].append((offsets, emissions[row][:n], decoded_tags[row][:n] >= 0))
         crf = tuple(t.detach().cpu() for t in self.model._transition_scores())
         config = self.model.config
         return [entities_from_windows(text, text_windows, config, crf, self.evidence)
                 for text, text_windows in zip(self.texts, windows)]
 
     def __call__(self, eval_prediction):
-        emissions, decoded_tags, tag_scores = eval_prediction.predictions
-        predictions = self.predict_spans(np.asarray(emissions), np.asarray(decoded_tags), np.asarray(tag_scores))
+        emissions, decoded_tags = eval_prediction.predictions
+        predictions = self.predict_spans(np.asarray(emissions), np.asarray(decoded_tags))
         labelled = self.labelled or [None] * len(predictions)
         pred = [[(e["start"], e["end"], e["type"]) for e in entities if types is None or e["type"] in types]
                 for entities, types in zip(predictions, labelled)]

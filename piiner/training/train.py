@@ -33,7 +33,7 @@ from piiner.training.features import JOINED_COLUMNS, RecordCheck, build_features
 from piiner.evaluation.model_card import training_card_inputs, write_model_card
 from piiner.training.args import EMBEDDED_MINILM
 from piiner.training.hub import ensure_code_files, format_upload_plan, upload_plan
-from piiner.training.span_eval import SpanEvaluator, keep_tags_and_scores
+from piiner.training.span_eval import SpanEvaluator, keep_emissions_and_tags
 from piiner.training.trainer import PiiNerTrainer
 
 logger = logging.getLogger("piiner.training.train")
@@ -368,7 +368,7 @@ def main(argv=None, extra_callbacks=()):
                                      absent_label_ids=training_args.absent_label_ids(config.label2id)),
         processing_class=tokenizer,
         compute_metrics=evaluator,
-        preprocess_logits_for_metrics=keep_tags_and_scores,
+        preprocess_logits_for_metrics=keep_emissions_and_tags,
         callbacks=callbacks,
         class_weights=class_weights,
     )
