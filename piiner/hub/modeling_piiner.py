@@ -398,11 +398,13 @@ class PiiNerModel(PiiNerPreTrainedModel):
         encoded = self.encoder(**encoder_kwargs)
         hidden = encoded.last_hidden_state
         if char_ids is not None and self.char_cnn is not None:
-            has_chars = (char_ids != 0).any(-1) & attention_mask.bool()
-            if has_chars.any():
-                hidden = hidden.clone()
-                char_features = self.char_cnn(char_ids[has_chars])
-                hidden[has_chars] = self.fusion(char_features.to(hidden.dtype), hidden[has_chars])
+            # The tokens with characters, found once: their rows of the flattened batch.
+            rows = ((char_ids != 0).any(-1) & attention_mask.bool()).flatten().nonzero().squeeze(-1)
+            if len(rows):
+                flat = hidden.flatten(0, 1)
+                char_features = self.char_cnn(char_ids.flatten(0, 1).index_select(0, rows))
+                fused = self.fusion(char_features.to(hidden.dtype), flat.index_select(0, rows))
+                hidden = flat.index_copy(0, rows, fused).view_as(hidden)
         output = BaseModelOutput(
             last_hidden_state=hidden, hidden_states=encoded.hidden_states, attentions=encoded.attentions
         )
@@ -525,19 +527,21 @@ class PiiNerForTokenClassification(PiiNerPreTrainedModel):
             return_dict=True,
         )
         logits = self.classifier(self.dropout(outputs.last_hidden_state))
-        # The CRF always runs in float32: log-sum-exp over 83 labels and hundreds of steps loses too much in 16 bits.
-        with torch.autocast(device_type=logits.device.type, enabled=False):
-            emissions = torch.log_softmax(logits.float(), dim=-1)
-            start, transitions, end = self._transition_scores()
-            mask = crf_positions(attention_mask, char_ids, special_tokens_mask)
-            loss = None
-            if labels is not None:
-                loss = self._loss(emissions, labels, mask, label_weights, unannotated_labels, not_pii_mask,
-                                  unjudged_mask, start, transitions, end)
-            decoded_tags = tag_scores = None
-            if decode:
-                decoded_tags, marginals = self._decode(emissions, mask, start, transitions, end)
-                tag_scores = marginals.gather(-1, decoded_tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
+        loss = decoded_tags = tag_scores = None
+        # Without labels or a decode the logits are the answer (the pipeline decodes them itself).
+        if labels is not None or decode:
+            # The CRF always runs in float32: log-sum-exp over 83 labels and hundreds of steps loses too much in 16
+            # bits.
+            with torch.autocast(device_type=logits.device.type, enabled=False):
+                emissions = torch.log_softmax(logits.float(), dim=-1)
+                start, transitions, end = self._transition_scores()
+                mask = crf_positions(attention_mask, char_ids, special_tokens_mask)
+                if labels is not None:
+                    loss = self._loss(emissions, labels, mask, label_weights, unannotated_labels, not_pii_mask,
+                                      unjudged_mask, start, transitions, end)
+                if decode:
+                    decoded_tags, marginals = self._decode(emissions, mask, start, transitions, end)
+                    tag_scores = marginals.gather(-1, decoded_tags.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
         output = PiiNerTokenClassifierOutput(
             loss=loss,
             logits=logits,
