@@ -2,8 +2,9 @@
 of the pipeline benchmark's documents, timed in interleaved rounds in one process.
 
 Both compute the same features from the same weights (the script checks it): `PiiNerCharCNN` multiplies each
-distinct character of a batch by the kernels once and sums a window's rows; the convolution multiplies every
-character of every window. What it prints is milliseconds per call (one call per batch of documents), median of
+distinct character of a batch by the kernels once and sums a window's rows (at inference on the CPU, in one compiled
+loop, `char_cnn_numba`, from a table of the whole vocabulary); the convolution multiplies every character of every
+window. What it prints is milliseconds per call (one call per batch of documents), median of
 the rounds, for inference and for a training forward + backward.
 
     python benchmarks/bench_char_cnn.py --model runs/reference --threads 2
