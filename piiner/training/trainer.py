@@ -68,7 +68,7 @@ def component_parameters(model):
 class PiiNerTrainer(Trainer):
     """A [`Trainer`] for [`PiiNerForTokenClassification`] driven by [`PiiTrainingArguments`].
 
-    - `prediction_step` asks the model to decode, so evaluation sees the CRF's tags and confidences.
+    - `prediction_step` asks the model to decode, so evaluation sees which positions the CRF runs over.
     - `compute_loss` passes per-token `label_weights` (tier weight of the gold type, times the class weight of the
       gold label when `class_weights` is given) to the model, whose loss is the weighted CRF NLL averaged over
       sequences. The tier weights follow `args.tier_weight_schedule` when one is set.
@@ -121,7 +121,8 @@ class PiiNerTrainer(Trainer):
         return super().compute_loss(model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
-        """Evaluation asks the model for its CRF decode (`decode=True`): the tags and confidences the metrics read."""
+        """Evaluation asks the model for its CRF decode (`decode=True`): its tags' -100 marks the positions outside the
+        CRF, which the metrics read beside the emissions they decode as the pipeline does."""
         if not prediction_loss_only:
             inputs = {**inputs, "decode": True}
         return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
