@@ -6,18 +6,13 @@ the window table straight into its features. The same sums as `PiiNerCharCNN._lo
 rounding apart); `test_modeling.py` checks the two against each other and against a Conv1d per kernel.
 """
 
-import numba
 import numpy as np
 import torch
 from numba import types
 from numba.typed import Dict
 
-
-def _compile(function):
-    try:
-        return numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract", "nsz", "arcp"})(function)
-    except RuntimeError:  # no writable cache location next to this file or in the user's cache
-        return numba.njit(nogil=True, fastmath={"reassoc", "contract", "nsz", "arcp"})(function)
+# The CRF's compile settings: cached next to the file where it can be, sums reassociated (vectorised).
+from .crf_numba import _compile
 
 
 def char_features_cpu(words: torch.LongTensor, table: np.ndarray, bias: np.ndarray,
