@@ -499,7 +499,7 @@ def _checked_middle_token(text, offsets, labels, ranked, **checks):
     crf = np.zeros(len(labels), np.float32), np.zeros((len(labels),) * 2, np.float32), np.zeros(len(labels), np.float32)
     tags, _ = crf_decode_cpu(emissions[None], mask[None], *crf)
     assert list(tags[0]) == [0, ranked[0], 0]
-    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels, {}, **checks)
+    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels, **checks)
     return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})]
 
 
@@ -674,7 +674,7 @@ def test_a_span_is_decoded_again_until_its_type_passes_however_many_types_fail_f
     crf = np.zeros(len(labels), np.float32), np.zeros((len(labels),) * 2, np.float32), np.zeros(len(labels), np.float32)
     tags, _ = crf_decode_cpu(emissions[None], mask[None], *crf)
     assert labels[int(tags[0][2])] == "B-IP_ADDRESS"
-    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels, {},
+    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels,
                                   capitalised_types=["PERSON", "LOCATION", "ORGANIZATION"])
     assert [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})] == [
         ("745.25.1139", "SSN")]
@@ -697,7 +697,7 @@ def _checked_tokens(text, offsets, tags, runner_up, labels=CASED_LABELS, **check
     crf = tuple(t.detach().numpy() for t in PiiNerCRF(labels).constrained_transitions())
     best, _ = crf_decode_cpu(emissions[None], mask[None], *crf)
     assert list(best[0]) == list(tags)
-    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels, {}, **checks)
+    tags, scores = checked_window(text, offsets, emissions, mask, crf, labels, **checks)
     return [(e["word"], e["type"]) for e in decode_entities(text, offsets, tags, scores, labels, {})]
 
 

@@ -70,17 +70,12 @@ def _label_of(tag_id, id2label):
         raise ValueError(f"label {label!r} (id {tag_id}) is not a BIO label") from None
 
 
-def _entity(text, start, end, entity_type, scores, type_to_tier):
-    # Some tokenizers (SentencePiece) count the preceding space as part of a token: an entity never starts or
-    # ends with whitespace.
-    start, end = _strip_span(text, start, end)
-    if start >= end:
-        return None
+def _entity(text, start, end, entity_type, score, type_to_tier):
     return {
         "entity_group": entity_type,
         "type": entity_type,
         "tier": type_to_tier.get(entity_type),
-        "score": float(min(scores)),
+        "score": float(score),
         "start": start,
         "end": end,
         "word": text[start:end],
@@ -111,31 +106,45 @@ def decode_entities(text, offsets, tag_ids, tag_scores, id2label, type_to_tier, 
         `type` for code written against the stock token-classification pipeline).
     """
     offsets, tag_ids, tag_scores = _check_lengths(offsets, tag_ids, tag_scores)
-    entities = []
-    current = None  # [type, start, end, scores]
+    return [_entity(text, start, end, entity_type, score, type_to_tier)
+            for entity_type, start, end, score in _entity_spans(text, offsets, tag_ids, id2label, multiline_types,
+                                                                  tag_scores)]
 
-    def close():
-        if current is not None:
-            entity = _entity(text, current[1], current[2], current[0], current[3], type_to_tier)
-            if entity is not None:
-                entities.append(entity)
 
+def _entity_spans(text, pairs, tag_ids, id2label, multiline_types=(), tag_scores=None):
+    """`decode_entities`' reading of the tags, as `(type, start, end, score)` tuples: the lowest of the entity's
+    token scores, None without `tag_scores` (the check rounds of `checked_window` read spans and types only, every
+    round). `pairs`: the offsets as `(start, end)` tuples; `tag_ids`: ints."""
+    found = []
+    current = None  # [type, start, end, score]
     labels = {}  # each tag id read once per call
-    for (start, end), tag_id, score in zip(offsets, tag_ids, tag_scores):
+    for k, ((start, end), tag_id) in enumerate(zip(pairs, tag_ids)):
         if end <= start or tag_id < 0:
             continue
-        if tag_id not in labels:
-            labels[tag_id] = _label_of(tag_id, id2label)
-        prefix, entity_type = labels[tag_id]
+        label = labels.get(tag_id)
+        if label is None:
+            label = labels[tag_id] = _label_of(tag_id, id2label)
+        prefix, entity_type = label
+        score = None if tag_scores is None else tag_scores[k]
         if (prefix == "I" and current is not None and current[0] == entity_type
                 and _continues(text[current[2]:start], entity_type in multiline_types)):
             current[2] = end
-            current[3].append(score)
+            if score is not None and score < current[3]:  # min()'s comparison, token by token
+                current[3] = score
             continue
-        close()
-        current = None if prefix == "O" else [entity_type, start, end, [score]]
-    close()
-    return entities
+        if current is not None:
+            found.append(current)
+        current = None if prefix == "O" else [entity_type, start, end, score]
+    if current is not None:
+        found.append(current)
+    spans = []
+    for entity_type, start, end, score in found:
+        # Some tokenizers (SentencePiece) count the preceding space as part of a token: an entity never starts or
+        # ends with whitespace.
+        start, end = _strip_span(text, start, end)
+        if start < end:
+            spans.append((entity_type, start, end, score))
+    return spans
 
 
 def decode_tokens(text, offsets, tag_ids, tag_scores, id2label, type_to_tier):
@@ -419,8 +428,8 @@ def _evidence_masks(pairs, crf_mask, matches, label2id):
 MAX_CHECK_ROUNDS = 3
 
 
-def checked_window(text, offsets, emissions, crf_mask, crf, id2label, type_to_tier, multiline_types=(),
-                   capitalised_types=(), matches=()):
+def checked_window(text, offsets, emissions, crf_mask, crf, id2label, multiline_types=(), capitalised_types=(),
+                   matches=()):
     """One window's tags and scores: its CRF decode under the recognizers' evidence, with no entity that fails its
     type's check (`fails_check`: `TYPE_CHECKS`, and a capital letter for `capitalised_types` in mixed-case text), or,
     for those types, ends in a word written in lower case (`lower_case_ends`), or runs over whitespace in a type that
@@ -467,39 +476,39 @@ def checked_window(text, offsets, emissions, crf_mask, crf, id2label, type_to_ti
     tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
     checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | set(DIGIT_TYPES)
     if any(_label_of(int(tag_id), id2label)[1] in checked for tag_id in set(tag_ids[mask].tolist())):
-        tag_ids = _passing_checks(_folded(text), offsets, pairs, spans, tag_ids, emissions, mask, crf, id2label,
-                                  label2id, type_to_tier, multiline_types, capitalised_types, matches)
+        tag_ids = _passing_checks(_folded(text), pairs, spans, tag_ids, emissions, mask, crf, id2label, label2id,
+                                  checked, multiline_types, capitalised_types, matches)
     marginals = marginals_cpu(emissions[None], mask[None], *crf)[0]
     return tag_ids, np.take_along_axis(marginals, np.maximum(tag_ids, 0)[:, None], axis=-1)[:, 0] * mask
 
 
-def _passing_checks(text, offsets, pairs, spans, tag_ids, emissions, mask, crf, id2label, label2id, type_to_tier,
-                    multiline_types, capitalised_types, matches):
+def _passing_checks(text, pairs, spans, tag_ids, emissions, mask, crf, id2label, label2id, checked, multiline_types,
+                    capitalised_types, matches):
     """`checked_window`'s rounds: the tags of a path on which every entity passes its check, `emissions` written with
-    the labels each round forbade."""
+    the labels each round forbade. `checked`: the types that have a rule; an entity of another type always stands."""
     evidence = [(m.start, m.end) for m in matches]
     known = {}  # (start, end, type) -> verdict: a span that a decode again leaves as it was is not checked again
-    no_scores = np.zeros(len(tag_ids))  # the rounds read spans and types only
 
-    def verdict(entity):
-        key = (entity["start"], entity["end"], entity["type"])
+    def verdict(key):
         if key not in known:
-            known[key] = _forbidden(text, pairs, spans, entity, label2id, capitalised_types)
+            start, end, kind = key
+            entity = {"type": kind, "start": start, "end": end, "word": text[start:end]}
+            known[key] = _forbidden(text, pairs, spans, entity, label2id, capitalised_types) if kind in checked else None
         return known[key]
 
     for round_ in range(MAX_CHECK_ROUNDS + 1):
-        entities = [e for e in decode_entities(text, offsets, tag_ids, no_scores, id2label, type_to_tier,
-                                               multiline_types)
-                    if not any(e["start"] < end and e["end"] > start for start, end in evidence)]
-        verdicts = [(e, verdict(e)) for e in entities]
+        found = _entity_spans(text, pairs, tag_ids.tolist(), id2label, multiline_types)
+        entities = [(start, end, kind) for kind, start, end, _ in found
+                    if not any(start < e and end > s for s, e in evidence)]
+        verdicts = [(key, verdict(key)) for key in entities]
         forbidden = [f for _, f in verdicts if f and f[0]]
         if not forbidden:
             break
         if round_ == MAX_CHECK_ROUNDS:  # still failing: drop those entities whole
             tag_ids = np.array(tag_ids, copy=True)
-            for entity, failed in verdicts:
+            for (start, end, _), failed in verdicts:
                 if failed:
-                    tag_ids[_tokens_over(spans, [(entity["start"], entity["end"])])] = label2id["O"]
+                    tag_ids[_tokens_over(spans, [(start, end)])] = label2id["O"]
             break
         for tokens, labels in forbidden:
             emissions[np.ix_(tokens, labels)] = FORBIDDEN_EMISSION
@@ -532,7 +541,7 @@ def entities_from_windows(text, windows, config, crf, evidence=None, aggregation
     checked = []
     for offsets, emissions, crf_mask in windows:
         checked.append((offsets, *checked_window(text, offsets, emissions, crf_mask, crf, config.id2label,
-                                                 type_to_tier, multiline_types, capitalised_types, matches)))
+                                                 multiline_types, capitalised_types, matches)))
     offsets, tags, scores = merge_windows(checked)
     if aggregation_strategy != "simple":
         return decode_tokens(text, offsets, tags, scores, config.id2label, type_to_tier)
