@@ -60,6 +60,21 @@ def _check_lengths(offsets, tag_ids, tag_scores):
     return offsets, tag_ids, tag_scores
 
 
+@functools.lru_cache(maxsize=8)
+def _labels_read(labels):
+    """`{tag id: (prefix, type)}` for a model's `(id, label)` pairs, filled as ids are read (`_read_label`) and kept
+    per model: the decode reads the tags of every window several times over."""
+    return {}
+
+
+def _read_label(tag_id, id2label, read):
+    """`_label_of` through `read`, the model's table of `_labels_read`."""
+    label = read.get(tag_id)
+    if label is None:
+        label = read[tag_id] = _label_of(tag_id, id2label)
+    return label
+
+
 def _label_of(tag_id, id2label):
     label = id2label.get(tag_id, id2label.get(str(tag_id)))
     if label is None:
@@ -117,14 +132,11 @@ def _entity_spans(text, pairs, tag_ids, id2label, multiline_types=(), tag_scores
     round). `pairs`: the offsets as `(start, end)` tuples; `tag_ids`: ints."""
     found = []
     current = None  # [type, start, end, score]
-    labels = {}  # each tag id read once per call
+    read = _labels_read(tuple(id2label.items()))
     for k, ((start, end), tag_id) in enumerate(zip(pairs, tag_ids)):
         if end <= start or tag_id < 0:
             continue
-        label = labels.get(tag_id)
-        if label is None:
-            label = labels[tag_id] = _label_of(tag_id, id2label)
-        prefix, entity_type = label
+        prefix, entity_type = read[tag_id] if tag_id in read else _read_label(tag_id, id2label, read)
         score = None if tag_scores is None else tag_scores[k]
         if (prefix == "I" and current is not None and current[0] == entity_type
                 and _continues(text[current[2]:start], entity_type in multiline_types)):
@@ -380,9 +392,21 @@ def _forbidden(text, pairs, spans, entity, label2id, capitalised_types):
     # Every type the same words would fail, not only this one: the next decode cannot move the span to another type
     # it cannot be, so a span takes one more decode, not one per type the model ranks before the one that passes.
     # Only a type with a check or a capital rule can fail.
-    candidates = (set(TYPE_CHECKS) | set(capitalised_types)) - {kind}
-    failing = [kind] + [t for t in sorted(candidates) if fails_check(text, {**entity, "type": t}, capitalised_types)]
-    return _tokens_over(spans, whole), _label_ids(label2id, failing)
+    return _tokens_over(spans, whole), _label_ids(label2id, [kind] + _failing_types(text, entity, capitalised_types))
+
+
+def _failing_types(text, entity, capitalised_types):
+    """The types other than the entity's own whose check its words fail (`fails_check` of each), in name order: a
+    capitalised type's check is the same for all of them, read once."""
+    word = entity["word"]
+    no_capital = not any(c.isupper() for c in word) and _in_cased_paragraph(text, entity["start"])
+    return [t for t in _checked_types(tuple(capitalised_types)) if t != entity["type"]
+            and (not TYPE_CHECKS[t](word) if t in TYPE_CHECKS else no_capital)]
+
+
+@functools.lru_cache(maxsize=8)
+def _checked_types(capitalised_types):
+    return sorted(set(TYPE_CHECKS) | set(capitalised_types))
 
 
 @functools.lru_cache(maxsize=2)
@@ -475,7 +499,8 @@ def checked_window(text, offsets, emissions, crf_mask, crf, id2label, multiline_
         emissions[token, label] = FORBIDDEN_EMISSION
     tag_ids = viterbi_cpu(emissions[None], mask[None], *crf)[0][0]
     checked = set(TYPE_CHECKS) | set(capitalised_types) | UNBROKEN_TYPES | set(DIGIT_TYPES)
-    if any(_label_of(int(tag_id), id2label)[1] in checked for tag_id in set(tag_ids[mask].tolist())):
+    read = _labels_read(tuple(id2label.items()))
+    if any(_read_label(tag_id, id2label, read)[1] in checked for tag_id in set(tag_ids[mask].tolist())):
         tag_ids = _passing_checks(_folded(text), pairs, spans, tag_ids, emissions, mask, crf, id2label, label2id,
                                   checked, multiline_types, capitalised_types, matches)
     marginals = marginals_cpu(emissions[None], mask[None], *crf)[0]
@@ -499,7 +524,7 @@ def _passing_checks(text, pairs, spans, tag_ids, emissions, mask, crf, id2label,
     for round_ in range(MAX_CHECK_ROUNDS + 1):
         found = _entity_spans(text, pairs, tag_ids.tolist(), id2label, multiline_types)
         entities = [(start, end, kind) for kind, start, end, _ in found
-                    if not any(start < e and end > s for s, e in evidence)]
+                    if not (evidence and any(start < e and end > s for s, e in evidence))]
         verdicts = [(key, verdict(key)) for key in entities]
         forbidden = [f for _, f in verdicts if f and f[0]]
         if not forbidden:
@@ -538,6 +563,8 @@ def entities_from_windows(text, windows, config, crf, evidence=None, aggregation
     multiline_types = getattr(config, "multiline_types", None) or ()
     capitalised_types = getattr(config, "capitalised_types", None) or ()
     matches = evidence.find(text) if evidence else ()
+    # As arrays once per text, not once per decode: a window is decoded up to MAX_CHECK_ROUNDS + 1 times.
+    crf = tuple(x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x) for x in crf)
     checked = []
     for offsets, emissions, crf_mask in windows:
         checked.append((offsets, *checked_window(text, offsets, emissions, crf_mask, crf, config.id2label,
