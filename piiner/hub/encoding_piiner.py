@@ -164,9 +164,10 @@ def token_char_ids(text, offsets, max_word_chars, char_vocab_size):
 
 
 def trim_char_ids(char_ids, min_chars=1):
-    """Drop the all-padding columns at the end of a (..., C) char id tensor, keeping at least `min_chars`."""
-    used = char_ids.reshape(-1, char_ids.shape[-1]).ne(0).any(0).nonzero()
-    width = max(int(used.max()) + 1 if used.numel() else 0, min_chars)
+    """Drop the all-padding columns at the end of a (..., C) char id tensor or array, keeping at least
+    `min_chars`."""
+    used = (char_ids != 0).reshape(-1, char_ids.shape[-1]).any(0).tolist()
+    width = max(max((i + 1 for i, column in enumerate(used) if column), default=0), min_chars)
     return char_ids[..., :width]
 
 
@@ -406,9 +407,10 @@ def encode_texts(tokenizer, texts, config, max_length=None, stride=None, return_
             per_text.append(words[sample].char_array(text_offsets).reshape(count, seq_len, -1))
             first += count
         width = max(t.shape[-1] for t in per_text)
-        char_ids = np.concatenate([np.pad(t, ((0, 0), (0, 0), (0, width - t.shape[-1]))) for t in per_text])
+        char_ids = per_text[0] if len(per_text) == 1 else np.concatenate(
+            [np.pad(t, ((0, 0), (0, 0), (0, width - t.shape[-1]))) for t in per_text])
         widest_kernel = max(getattr(config, "char_kernel_sizes", None) or [1])
-        char_ids = trim_char_ids(torch.from_numpy(char_ids), min_chars=widest_kernel)
+        char_ids = torch.from_numpy(trim_char_ids(char_ids, min_chars=widest_kernel))
     else:  # the same table lookup as for tensors, as lists (training features): one way to build char ids
         char_ids = [
             [row[: int((row != 0).sum())].tolist() for row in words[i].char_array(offsets)]
