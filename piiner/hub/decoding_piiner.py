@@ -267,11 +267,19 @@ def fails_check(text, entity, capitalised_types=()):
     `TYPE_CHECKS`, or its type is one of `capitalised_types` (`config.capitalised_types`) and it has no capital
     letter where its paragraph mixes upper and lower case (an organization or a place "basketball" in "We watched
     basketball"; in "we watched basketball" or in upper-case text it stands)."""
-    if entity["type"] in TYPE_CHECKS:
-        return not TYPE_CHECKS[entity["type"]](entity["word"])
-    if entity["type"] not in capitalised_types or any(c.isupper() for c in entity["word"]):
-        return False
-    return _in_cased_paragraph(text, entity["start"])
+    return _type_fails(entity["type"], entity["word"], capitalised_types, lambda: _lacks_capital(text, entity))
+
+
+def _type_fails(kind, word, capitalised_types, lacks_capital):
+    """`fails_check` of `word` as a `kind`; `lacks_capital()` says whether the words lack a capital that their
+    paragraph's case calls for."""
+    if kind in TYPE_CHECKS:
+        return not TYPE_CHECKS[kind](word)
+    return kind in capitalised_types and lacks_capital()
+
+
+def _lacks_capital(text, entity):
+    return not any(c.isupper() for c in entity["word"]) and _in_cased_paragraph(text, entity["start"])
 
 
 def lower_case_ends(text, entity, capitalised_types=()):
@@ -396,12 +404,11 @@ def _forbidden(text, pairs, spans, entity, label2id, capitalised_types):
 
 
 def _failing_types(text, entity, capitalised_types):
-    """The types other than the entity's own whose check its words fail (`fails_check` of each), in name order: a
-    capitalised type's check is the same for all of them, read once."""
-    word = entity["word"]
-    no_capital = not any(c.isupper() for c in word) and _in_cased_paragraph(text, entity["start"])
-    return [t for t in _checked_types(tuple(capitalised_types)) if t != entity["type"]
-            and (not TYPE_CHECKS[t](word) if t in TYPE_CHECKS else no_capital)]
+    """The types other than the entity's own whose check its words fail (`fails_check` of each), in name order; the
+    capital letter, the same question for every capitalised type, is read once."""
+    lacks = _lacks_capital(text, entity)
+    return [t for t in _checked_types(tuple(capitalised_types))
+            if t != entity["type"] and _type_fails(t, entity["word"], capitalised_types, lambda: lacks)]
 
 
 @functools.lru_cache(maxsize=8)
