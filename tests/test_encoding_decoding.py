@@ -3,6 +3,7 @@
 import functools
 import re
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -22,6 +23,7 @@ from piiner.hub.encoding_piiner import (
     pad_char_ids,
     paragraphs,
     token_char_ids,
+    trim_char_ids,
 )
 from piiner.hub.pii_schema import ID2LABEL, LABEL2ID, TIER_OF
 
@@ -151,6 +153,15 @@ def test_pad_char_ids_shapes_and_values():
     assert out.tolist() == [[[0, 0, 0], [5, 6, 7]], [[1, 0, 0], [0, 0, 0]]]
     assert pad_char_ids(batch, seq_len=4, min_chars=5).shape == (2, 4, 5)
     assert pad_char_ids([[[], []]], min_chars=3).tolist() == [[[0, 0, 0], [0, 0, 0]]]
+
+
+def test_trim_char_ids_drops_trailing_padding_columns_of_tensors_and_arrays():
+    # encode_texts trims its NumPy char ids, the ONNX runtime a tensor's: the same columns go.
+    ids = np.array([[[3, 4, 0, 0, 0], [5, 0, 0, 0, 0]]])
+    for given_ids in (ids, torch.from_numpy(ids)):
+        assert trim_char_ids(given_ids).tolist() == [[[3, 4], [5, 0]]]
+        assert trim_char_ids(given_ids, min_chars=3).tolist() == [[[3, 4, 0], [5, 0, 0]]]
+    assert trim_char_ids(np.zeros((1, 2, 4), dtype=np.int64), min_chars=2).shape == (1, 2, 2)
 
 
 def test_pad_char_ids_rejects_short_seq_len():
