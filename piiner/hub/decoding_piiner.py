@@ -407,12 +407,14 @@ def _failing_types(text, entity, capitalised_types):
     """The types other than the entity's own whose check its words fail (`fails_check` of each), in name order; the
     capital letter, the same question for every capitalised type, is read once."""
     lacks = _lacks_capital(text, entity)
-    return [t for t in _checked_types(tuple(capitalised_types))
+    return [t for t in _types_that_can_fail(tuple(capitalised_types))
             if t != entity["type"] and _type_fails(t, entity["word"], capitalised_types, lambda: lacks)]
 
 
 @functools.lru_cache(maxsize=8)
-def _checked_types(capitalised_types):
+def _types_that_can_fail(capitalised_types):
+    """The types whose check can fail a span whole (a validator, or a capital letter), in name order; fewer than
+    `checked_window`'s types with a rule, which add the unbroken and digit types' partial rules."""
     return sorted(set(TYPE_CHECKS) | set(capitalised_types))
 
 
