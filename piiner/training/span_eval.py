@@ -63,7 +63,7 @@ class SpanEvaluator:
         for row, (example, offsets) in enumerate(zip(self.example_index, self.offsets)):
             n = len(offsets)
             windows[example].append((offsets, emissions[row][:n], decoded_tags[row][:n] >= 0))
-        crf = tuple(t.detach().cpu() for t in self.model._transition_scores())
+        crf = tuple(t.detach().cpu().numpy() for t in self.model._transition_scores())  # once for every text
         config = self.model.config
         return [entities_from_windows(text, text_windows, config, crf, self.evidence)
                 for text, text_windows in zip(self.texts, windows)]
